@@ -1,0 +1,43 @@
+#include "lib/common/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+namespace dbs::log {
+namespace {
+std::mutex g_mutex;
+std::string g_tag;
+std::atomic<int> g_level{static_cast<int>(Level::info)};
+
+const char* name(Level l) {
+  switch (l) {
+    case Level::debug: return "debug";
+    case Level::info: return "info";
+    case Level::warn: return "warning";
+    case Level::error: return "error";
+  }
+  return "?";
+}
+}  // namespace
+
+void set_tag(std::string tag) {
+  std::lock_guard lock(g_mutex);
+  g_tag = std::move(tag);
+}
+
+void set_level(Level level) { g_level = static_cast<int>(level); }
+
+void write(Level level, std::string_view message) {
+  if (static_cast<int>(level) < g_level.load()) return;
+  std::lock_guard lock(g_mutex);
+  if (g_tag.empty())
+    std::fprintf(stderr, "dbs %s: %.*s\n", name(level), static_cast<int>(message.size()),
+                 message.data());
+  else
+    std::fprintf(stderr, "dbs [%s] %s: %.*s\n", g_tag.c_str(), name(level),
+                 static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+}
+
+}  // namespace dbs::log

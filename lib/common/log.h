@@ -1,0 +1,21 @@
+// Minimal logging to stderr: one line per call, prefixed with the process tag (for example
+// "rank 1"), safe to call from several threads.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dbs::log {
+
+enum class Level { debug = 0, info = 1, warn = 2, error = 3 };
+
+void set_tag(std::string tag);          // prefix for every line, e.g. "rank 0"
+void set_level(Level level);            // lines below it are dropped
+void write(Level level, std::string_view message);
+
+inline void debug(std::string_view m) { write(Level::debug, m); }
+inline void info(std::string_view m) { write(Level::info, m); }
+inline void warn(std::string_view m) { write(Level::warn, m); }
+inline void error(std::string_view m) { write(Level::error, m); }
+
+}  // namespace dbs::log
