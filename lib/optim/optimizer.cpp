@@ -1,0 +1,251 @@
+#include "lib/optim/optimizer.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/common/error.h"
+
+namespace dbs::optim {
+namespace {
+
+// State record, native byte order (checkpoints are read back on the same kind of machine):
+//   magic "DBSOPT1\0" | u32 name length | name bytes | u64 param count | i64 step |
+//   the optimizer's moment vectors in a fixed order, param count floats each.
+constexpr char kMagic[8] = {'D', 'B', 'S', 'O', 'P', 'T', '1', '\0'};
+constexpr std::uint32_t kMaxNameLength = 64;
+
+// Runs body(begin, end) over [0, n). Every update is elementwise, so the result does not depend
+// on how the range is split or on the thread count; small buffers stay on the calling thread.
+template <typename Body>
+void for_ranges(std::size_t n, const Body& body) {
+  constexpr std::size_t kGrain = std::size_t{1} << 15;
+  if (n <= kGrain) {
+    body(std::size_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, n, kGrain),
+      [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); },
+      tbb::static_partitioner());
+}
+
+void write_bytes(std::ostream& out, const void* data, std::size_t size) {
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+}
+
+void read_bytes(std::istream& in, void* data, std::size_t size, const char* what) {
+  in.read(static_cast<char*>(data), static_cast<std::streamsize>(size));
+  if (!in || static_cast<std::size_t>(in.gcount()) != size)
+    throw InputError(std::string("optimizer state: truncated while reading ") + what);
+}
+
+// Throws ConfigError "optimizer: <what> must be <rule>, got <value>" unless ok.
+void require(bool ok, const char* what, const char* rule, double value) {
+  if (ok) return;
+  std::ostringstream os;
+  os << "optimizer: " << what << " must be " << rule << ", got " << value;
+  throw ConfigError(os.str());
+}
+
+// Shared by every optimizer: size checks, the step count, moment vectors and their record.
+class StatefulOptimizer : public Optimizer {
+ public:
+  StatefulOptimizer(std::size_t param_count, const OptimizerConfig& config,
+                    std::size_t moment_count)
+      : config_(config),
+        param_count_(param_count),
+        moments_(moment_count, std::vector<float>(param_count, 0.0f)) {}
+
+  void step(std::span<float> params, std::span<const float> grads, double lr,
+            double grad_scale) final {
+    DBS_CHECK_EQ(params.size(), param_count_);
+    DBS_CHECK_EQ(grads.size(), param_count_);
+    ++step_;
+    update(params, grads, lr, grad_scale);
+  }
+
+  void save(std::ostream& out) const final {
+    const std::string own = name();
+    const auto name_length = static_cast<std::uint32_t>(own.size());
+    const auto count = static_cast<std::uint64_t>(param_count_);
+    write_bytes(out, kMagic, sizeof kMagic);
+    write_bytes(out, &name_length, sizeof name_length);
+    write_bytes(out, own.data(), own.size());
+    write_bytes(out, &count, sizeof count);
+    write_bytes(out, &step_, sizeof step_);
+    for (const auto& m : moments_) write_bytes(out, m.data(), m.size() * sizeof(float));
+  }
+
+  // Reads the whole record before changing anything, so a rejected record leaves state as is.
+  void load(std::istream& in) final {
+    char magic[sizeof kMagic];
+    read_bytes(in, magic, sizeof magic, "magic");
+    if (!std::equal(magic, magic + sizeof magic, kMagic))
+      throw InputError("optimizer state: bad magic (not a DBSOPT1 record)");
+
+    std::uint32_t name_length = 0;
+    read_bytes(in, &name_length, sizeof name_length, "optimizer name");
+    if (name_length > kMaxNameLength)
+      throw InputError("optimizer state: optimizer name length " + std::to_string(name_length) +
+                       " is implausible");
+    std::string stored(name_length, '\0');
+    read_bytes(in, stored.data(), stored.size(), "optimizer name");
+    if (stored != name())
+      throw InputError("optimizer state is for optimizer '" + stored + "', expected '" + name() +
+                       "'");
+
+    std::uint64_t count = 0;
+    read_bytes(in, &count, sizeof count, "parameter count");
+    if (count != param_count_)
+      throw InputError("optimizer state has " + std::to_string(count) + " parameters, expected " +
+                       std::to_string(param_count_));
+
+    std::int64_t stored_step = 0;
+    read_bytes(in, &stored_step, sizeof stored_step, "step count");
+    if (stored_step < 0)
+      throw InputError("optimizer state: negative step count " + std::to_string(stored_step));
+
+    std::vector<std::vector<float>> stored_moments(moments_.size(),
+                                                   std::vector<float>(param_count_));
+    for (auto& m : stored_moments)
+      read_bytes(in, m.data(), m.size() * sizeof(float), "moment vectors");
+
+    step_ = stored_step;
+    moments_ = std::move(stored_moments);
+  }
+
+ protected:
+  // Called after the step count has been advanced; sizes are already checked.
+  virtual void update(std::span<float> params, std::span<const float> grads, double lr,
+                      double grad_scale) = 0;
+
+  OptimizerConfig config_;
+  std::size_t param_count_;
+  std::int64_t step_ = 0;                    // updates done, including the current one
+  std::vector<std::vector<float>> moments_;  // each param_count_ floats
+};
+
+// v = mu * v + g; p -= lr * v (moments_[0] is v, untouched when mu = 0).
+class Sgd final : public StatefulOptimizer {
+ public:
+  Sgd(std::size_t param_count, const OptimizerConfig& config)
+      : StatefulOptimizer(param_count, config, 1) {}
+  std::string name() const override { return "sgd"; }
+
+ protected:
+  void update(std::span<float> params, std::span<const float> grads, double lr,
+              double grad_scale) override {
+    const auto lr_f = static_cast<float>(lr);
+    const auto scale = static_cast<float>(grad_scale);
+    const auto wd = static_cast<float>(config_.weight_decay);
+    const auto mu = static_cast<float>(config_.momentum);
+    float* v = moments_[0].data();
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const float g = grads[i] * scale + wd * params[i];
+        if (mu == 0.0f) {
+          params[i] -= lr_f * g;
+        } else {
+          v[i] = mu * v[i] + g;
+          params[i] -= lr_f * v[i];
+        }
+      }
+    });
+  }
+};
+
+// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t = step count from 1.
+class Adam final : public StatefulOptimizer {
+ public:
+  Adam(std::size_t param_count, const OptimizerConfig& config)
+      : StatefulOptimizer(param_count, config, 2) {}
+  std::string name() const override { return "adam"; }
+
+ protected:
+  void update(std::span<float> params, std::span<const float> grads, double lr,
+              double grad_scale) override {
+    const double t = static_cast<double>(step_);
+    const double correction1 = 1.0 - std::pow(config_.beta1, t);
+    const double correction2 = 1.0 - std::pow(config_.beta2, t);
+    const auto step_size = static_cast<float>(lr / correction1);
+    const auto inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(correction2));
+    const auto scale = static_cast<float>(grad_scale);
+    const auto wd = static_cast<float>(config_.weight_decay);
+    const auto b1 = static_cast<float>(config_.beta1);
+    const auto b2 = static_cast<float>(config_.beta2);
+    const auto eps = static_cast<float>(config_.eps);
+    float* m = moments_[0].data();
+    float* v = moments_[1].data();
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const float g = grads[i] * scale + wd * params[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+      }
+    });
+  }
+};
+
+// s = rho s + (1-rho) g^2; p -= lr * g / (sqrt(s) + eps).
+class RmsProp final : public StatefulOptimizer {
+ public:
+  RmsProp(std::size_t param_count, const OptimizerConfig& config)
+      : StatefulOptimizer(param_count, config, 1) {}
+  std::string name() const override { return "rmsprop"; }
+
+ protected:
+  void update(std::span<float> params, std::span<const float> grads, double lr,
+              double grad_scale) override {
+    const auto lr_f = static_cast<float>(lr);
+    const auto scale = static_cast<float>(grad_scale);
+    const auto wd = static_cast<float>(config_.weight_decay);
+    const auto rho = static_cast<float>(config_.rho);
+    const auto eps = static_cast<float>(config_.eps);
+    float* s = moments_[0].data();
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const float g = grads[i] * scale + wd * params[i];
+        s[i] = rho * s[i] + (1.0f - rho) * g * g;
+        params[i] -= lr_f * g / (std::sqrt(s[i]) + eps);
+      }
+    });
+  }
+};
+
+// Throws ConfigError for hyperparameters no optimizer can use.
+void check_config(const OptimizerConfig& c) {
+  const auto in_unit = [](double x) { return x >= 0.0 && x < 1.0; };
+  require(in_unit(c.momentum), "momentum", "in [0, 1)", c.momentum);
+  require(in_unit(c.beta1), "beta1", "in [0, 1)", c.beta1);
+  require(in_unit(c.beta2), "beta2", "in [0, 1)", c.beta2);
+  require(in_unit(c.rho), "rho", "in [0, 1)", c.rho);
+  require(c.eps > 0.0, "eps", "> 0", c.eps);
+  require(c.weight_decay >= 0.0, "weight_decay", ">= 0", c.weight_decay);
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::size_t param_count,
+                                          const OptimizerConfig& config) {
+  if (name != "sgd" && name != "adam" && name != "rmsprop")
+    throw ConfigError("unknown optimizer '" + name + "' (valid: sgd, adam, rmsprop)");
+  check_config(config);
+  if (name == "sgd") return std::make_unique<Sgd>(param_count, config);
+  if (name == "adam") return std::make_unique<Adam>(param_count, config);
+  return std::make_unique<RmsProp>(param_count, config);
+}
+
+}  // namespace dbs::optim
