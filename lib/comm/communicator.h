@@ -1,0 +1,36 @@
+// The communicator of a training job: rank, size, and the few collectives dbs needs.
+// Implementations: MPI (lib/comm/mpi.h), in-process threads for tests (lib/comm/local.h), and a
+// world of one (make_single). Every collective must be called by all ranks in the same order.
+// A failure throws CommError; the job cannot go on after one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace dbs::comm {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // In place: data[i] = sum over ranks of data[i]. Same length on every rank.
+  virtual void allreduce_sum(std::span<float> data) = 0;
+  virtual void allreduce_sum(std::span<double> data) = 0;
+  // Every rank contributes `bytes` bytes; out (size() * bytes) gets rank r's at r * bytes.
+  virtual void allgather_bytes(const void* in, std::size_t bytes, void* out) = 0;
+  // data (bytes, same count everywhere) is replaced by root's.
+  virtual void broadcast_bytes(void* data, std::size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+  // Ends the whole job as fast as possible (MPI_Abort); never returns for MPI.
+  virtual void abort(int code) noexcept = 0;
+  // Host name of this rank (for traces and logs).
+  virtual std::string host() const;
+};
+
+// A world of one rank: collectives are identities.
+std::unique_ptr<Communicator> make_single();
+
+}  // namespace dbs::comm

@@ -1,0 +1,141 @@
+#include "lib/comm/mpi.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <span>
+
+#include "lib/comm/ring.h"
+#include "lib/common/error.h"
+
+namespace dbs::comm {
+
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
+    throw CommError(std::string(call) + ": MPI error " + std::to_string(code));
+  }
+  throw CommError(std::string(call) + ": " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int initialized = 0;
+  check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  if (!initialized) {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    owns_ = true;
+    if (provided < MPI_THREAD_FUNNELED) {
+      MPI_Finalize();
+      throw CommError("MPI_Init_thread: the MPI library does not provide MPI_THREAD_FUNNELED");
+    }
+  }
+  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (!owns_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  if (name == "mpi") return Algorithm::mpi;
+  if (name == "ring") return Algorithm::ring;
+  throw ConfigError("unknown allreduce algorithm '" + name + "' (expected mpi|ring)");
+}
+
+const char* to_string(Algorithm algorithm) {
+  return algorithm == Algorithm::ring ? "ring" : "mpi";
+}
+
+namespace {
+
+// MPI counts are int: larger buffers go in pieces of at most INT_MAX elements.
+constexpr std::size_t max_count = INT_MAX;
+
+int as_int(std::size_t n) {
+  return static_cast<int>(n);
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(Algorithm algorithm) : algorithm_(algorithm) {
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void allreduce_sum(std::span<float> data) override {
+    if (algorithm_ == Algorithm::ring) {
+      ring_allreduce_sum(MPI_COMM_WORLD, data.data(), data.size());
+    } else {
+      reduce(data.data(), data.size(), MPI_FLOAT);
+    }
+  }
+
+  void allreduce_sum(std::span<double> data) override {
+    reduce(data.data(), data.size(), MPI_DOUBLE);
+  }
+
+  void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
+    if (bytes > max_count) throw CommError("allgather_bytes: more than INT_MAX bytes per rank");
+    check_mpi(
+        MPI_Allgather(in, as_int(bytes), MPI_BYTE, out, as_int(bytes), MPI_BYTE, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  }
+
+  void broadcast_bytes(void* data, std::size_t bytes, int root) override {
+    auto* p = static_cast<unsigned char*>(data);
+    for (std::size_t done = 0; done < bytes;) {
+      const std::size_t n = std::min(bytes - done, max_count);
+      check_mpi(MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      done += n;
+    }
+  }
+
+  void barrier() override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+  void abort(int code) noexcept override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+  std::string host() const override {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    if (MPI_Get_processor_name(name, &length) != MPI_SUCCESS) return Communicator::host();
+    return std::string(name, static_cast<std::size_t>(length));
+  }
+
+ private:
+  template <typename T>
+  void reduce(T* data, std::size_t count, MPI_Datatype type) {
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min(count - done, max_count);
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM, MPI_COMM_WORLD),
+                "MPI_Allreduce");
+      done += n;
+    }
+  }
+
+  Algorithm algorithm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi(Algorithm algorithm) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw CheckError("make_mpi: MPI is not initialised (create an MpiRuntime)");
+  return std::make_unique<MpiCommunicator>(algorithm);
+}
+
+}  // namespace dbs::comm

@@ -1,0 +1,43 @@
+// The MPI side of lib/comm: process-wide runtime, the allreduce algorithm choice, and a
+// Communicator over MPI_COMM_WORLD. MPI is initialised with MPI_THREAD_FUNNELED: only the thread
+// that created the MpiRuntime may call collectives.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "lib/comm/communicator.h"
+
+namespace dbs::comm {
+
+// Owns MPI_Init_thread / MPI_Finalize for the process; create exactly one, first thing in main.
+// Sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so failures come back as CommError.
+// If MPI was already initialised by someone else, it neither initialises nor finalises.
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+// Throws CommError("<call>: <MPI_Error_string>") unless code is MPI_SUCCESS.
+void check_mpi(int code, const char* call);
+
+// How allreduce_sum(float) runs: MPI_Allreduce, or the ring of lib/comm/ring.h.
+// Doubles always use MPI_Allreduce.
+enum class Algorithm { mpi, ring };
+
+// "mpi" or "ring"; anything else throws ConfigError.
+Algorithm parse_algorithm(const std::string& name);
+const char* to_string(Algorithm algorithm);
+
+// A Communicator over MPI_COMM_WORLD. Requires a live MpiRuntime.
+std::unique_ptr<Communicator> make_mpi(Algorithm algorithm);
+
+}  // namespace dbs::comm

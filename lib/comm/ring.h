@@ -1,0 +1,18 @@
+// Bandwidth-optimal ring allreduce (sum) for float buffers.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+namespace dbs::comm {
+
+// In place: data[i] = sum over the ranks of comm of data[i]; collective over comm, same count
+// everywhere. Each rank sends and receives 2 (p - 1) / p of the buffer in 2 (p - 1) steps, each
+// step's segment pipelined in messages of at most max_chunk_bytes. All ranks end with
+// bit-identical buffers; the summation order differs from MPI_Allreduce. Throws CommError on an
+// MPI error (with MPI_ERRORS_RETURN set on comm).
+void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
+                        std::size_t max_chunk_bytes = 1 << 20);
+
+}  // namespace dbs::comm

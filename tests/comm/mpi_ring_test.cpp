@@ -1,0 +1,156 @@
+// Real-MPI checks of lib/comm (suite 'mpi'): ring allreduce against MPI_Allreduce, and the MPI
+// Communicator. Runs on whatever world size mpirun gives it. Prints "ok <name>" (rank 0) or
+// "FAIL <name> (rank r): details" (each failing rank); exits 1 if any check failed anywhere.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/comm/mpi.h"
+#include "lib/comm/ring.h"
+#include "lib/common/error.h"
+
+namespace {
+
+using dbs::comm::Algorithm;
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+int failures = 0;
+
+// Runs one check on every rank; its result is "" or what went wrong on this rank.
+void check(const std::string& name, const std::function<std::string()>& body) {
+  const std::string error = body();
+  int bad = error.empty() ? 0 : 1, any = 0;
+  dbs::comm::check_mpi(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+                       "MPI_Allreduce");
+  if (bad) std::printf("FAIL %s (rank %d): %s\n", name.c_str(), world_rank(), error.c_str());
+  if (!any && world_rank() == 0) std::printf("ok %s\n", name.c_str());
+  std::fflush(stdout);
+  failures += any;
+}
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// Ring vs MPI_Allreduce within float tolerance, and identical bytes on every rank.
+std::string ring_matches(std::size_t n, std::size_t chunk_bytes) {
+  const std::vector<float> input = random_floats(
+      n, 1234u + 7919u * static_cast<unsigned>(world_rank()) + static_cast<unsigned>(n));
+  std::vector<float> ring = input, reference = input;
+  dbs::comm::ring_allreduce_sum(MPI_COMM_WORLD, ring.data(), n, chunk_bytes);
+  dbs::comm::check_mpi(MPI_Allreduce(MPI_IN_PLACE, reference.data(), static_cast<int>(n), MPI_FLOAT,
+                                     MPI_SUM, MPI_COMM_WORLD),
+                       "MPI_Allreduce");
+  // |x| <= 1, so the sum of p terms is off by at most about p * p * eps in any order.
+  const float tolerance = 1e-6f * static_cast<float>(world_size() * world_size()) + 1e-6f;
+  std::string error;
+  for (std::size_t i = 0; i < n && error.empty(); ++i) {
+    if (!(std::fabs(ring[i] - reference[i]) <= tolerance)) {
+      error = "element " + std::to_string(i) + ": ring " + std::to_string(ring[i]) + " vs MPI " +
+              std::to_string(reference[i]);
+    }
+  }
+  std::vector<float> root = ring;
+  dbs::comm::check_mpi(MPI_Bcast(root.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD),
+                       "MPI_Bcast");
+  if (error.empty() && std::memcmp(root.data(), ring.data(), n * sizeof(float)) != 0) {
+    error = "bytes differ from rank 0's after ring";
+  }
+  return error;
+}
+
+std::string communicator_works(Algorithm algorithm) {
+  auto comm = dbs::comm::make_mpi(algorithm);
+  const int p = comm->size(), r = comm->rank();
+  if (p != world_size() || r != world_rank()) return "wrong rank or size";
+  if (comm->host().empty()) return "empty host name";
+
+  std::vector<float> f(100, static_cast<float>(r + 1));
+  comm->allreduce_sum(f);
+  const auto expected = static_cast<float>(p * (p + 1) / 2);
+  for (float x : f) {
+    if (x != expected) return "float allreduce gave " + std::to_string(x);
+  }
+  std::vector<double> d(3, 0.5 * r);
+  comm->allreduce_sum(d);
+  if (d[2] != 0.25 * p * (p - 1)) return "double allreduce gave " + std::to_string(d[2]);
+
+  const char mine[3] = {'a', static_cast<char>('0' + r % 10), 'z'};
+  std::vector<char> all(3 * static_cast<std::size_t>(p));
+  comm->allgather_bytes(mine, sizeof(mine), all.data());
+  for (int k = 0; k < p; ++k) {
+    if (all[3 * static_cast<std::size_t>(k) + 1] != static_cast<char>('0' + k % 10)) {
+      return "allgather slot " + std::to_string(k) + " wrong";
+    }
+  }
+
+  const int root = p - 1;
+  long long value = 1000 + r;
+  comm->broadcast_bytes(&value, sizeof(value), root);
+  if (value != 1000 + root) return "broadcast gave " + std::to_string(value);
+  comm->barrier();
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dbs::comm::MpiRuntime mpi(&argc, &argv);
+  try {
+    for (std::size_t n : {1u, 2u, 3u, 7u, 1000u, 4097u, 690590u, 1000000u}) {
+      check("Ring.MatchesMpiAllreduce.n" + std::to_string(n),
+            [n] { return ring_matches(n, 1 << 20); });
+    }
+    for (std::size_t n : {5u, 4097u, 100003u}) {
+      check("Ring.MatchesMpiAllreduce.SmallChunks.n" + std::to_string(n),
+            [n] { return ring_matches(n, 64); });
+    }
+    check("Ring.ZeroCountIsNoop", [] {
+      float x = 42.0f;
+      dbs::comm::ring_allreduce_sum(MPI_COMM_WORLD, &x, 0);
+      return x == 42.0f ? std::string() : std::string("buffer changed");
+    });
+    check("Mpi.Communicator.Ring", [] { return communicator_works(Algorithm::ring); });
+    check("Mpi.Communicator.Mpi", [] { return communicator_works(Algorithm::mpi); });
+    check("Mpi.ParseAlgorithm", [] {
+      if (dbs::comm::parse_algorithm("ring") != Algorithm::ring) return std::string("ring");
+      try {
+        dbs::comm::parse_algorithm("tree");
+      } catch (const dbs::ConfigError& e) {
+        return std::string(e.what()).find("mpi|ring") == std::string::npos
+                   ? std::string("message lacks mpi|ring: ") + e.what()
+                   : std::string();
+      }
+      return std::string("no ConfigError for 'tree'");
+    });
+  } catch (const std::exception& e) {
+    // Never hang: one rank's failure ends the whole job.
+    std::fprintf(stderr, "FAIL rank %d: %s\n", world_rank(), e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (world_rank() == 0) {
+    std::printf("%s: %d failed on %d ranks\n", failures ? "FAILED" : "PASSED", failures,
+                world_size());
+  }
+  return failures ? 1 : 0;
+}
