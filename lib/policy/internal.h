@@ -1,0 +1,45 @@
+// Pieces shared by the policies of lib/policy; not part of its interface.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/policy/policy.h"
+
+namespace dbs::policy::detail {
+
+// The reports indexed by rank, after checking that there is exactly one per rank of world and
+// that every figure is finite and >= 0. Throws InputError naming the rank and the field.
+std::vector<Report> by_rank(std::span<const Report> reports, int world);
+
+// A report's throughput in samples/s: step_rate_median when known, else samples / compute_s;
+// 0 when the report carries no measurement (samples or compute_s is 0).
+double measured_rate(const Report& report);
+
+// Checks that current fits config: world, global batch, sizes >= 0 summing to it; throws
+// InputError.
+void check_current(const Plan& current, const PolicyConfig& config);
+
+// plan.throughput, predicted_epoch_s and ideal_epoch_s for throughputs v (0 = unknown rank).
+void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch);
+
+// printf into a std::string (C locale number formatting).
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// How apportion hands out the leftover samples after every rank got floor(x_i) of its exact
+// share x_i: largest_remainder to the largest x_i - floor(x_i); least_step_time to the ranks
+// whose step time (floor(x_i) + 1) / w_i grows least, then by largest remainder. Ties: lower rank.
+enum class Rounding { largest_remainder, least_step_time };
+std::vector<int> apportion(const std::vector<double>& weights, int total, int lo, int hi,
+                           Rounding rounding);
+
+// The upper bound per rank: config.max_batch, or global_batch when it is 0.
+int max_batch_of(const PolicyConfig& config);
+
+std::unique_ptr<Policy> make_dbs(const PolicyConfig& config);
+std::unique_ptr<Policy> make_static(const PolicyConfig& config);
+std::unique_ptr<Policy> make_fixed(const std::string& spec, const PolicyConfig& config);
+
+}  // namespace dbs::policy::detail

@@ -1,0 +1,51 @@
+// Balancing policies: pure, deterministic observe -> decide objects with no I/O, so the agent,
+// the daemon and replay run the very same code and agree bit for bit.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/policy/plan.h"
+
+namespace dbs::policy {
+
+struct PolicyConfig {
+  int world = 1;                 // ranks
+  int global_batch = 128;        // B, kept by every plan
+  std::int64_t samples_per_epoch = 0;  // N (for epoch-time predictions)
+  int min_batch = 1;             // per-rank lower bound
+  int max_batch = 0;             // per-rank upper bound (0 = B)
+  double min_gain = 0.02;        // keep the plan when the predicted gain is below this
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+  // The plan for epoch 0, before anything was measured.
+  virtual Plan initial() const = 0;
+  // The plan for current.epoch + 1 from the reports of current.epoch (one per rank, any
+  // order). Throws InputError if a report is for an unknown rank or has non-finite or negative
+  // times.
+  virtual Plan next(const Plan& current, std::span<const Report> reports) = 0;
+  // Estimator state, so that a restarted daemon or a resumed run continues identically.
+  virtual std::vector<double> state() const { return {}; }
+  virtual void set_state(const std::vector<double>& /*state*/) {}
+};
+
+// spec: "dbs", "static" or "fixed:b0,b1,..." (sizes must sum to global_batch and number world).
+// Throws ConfigError naming the spec on anything else.
+std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyConfig& config);
+
+// Largest-remainder apportionment of total over weights, within [lo, hi] per rank: sum == total
+// exactly. Requires world * lo <= total <= world * hi. Deterministic tie-break by rank index.
+std::vector<int> apportion(const std::vector<double>& weights, int total, int lo, int hi);
+
+// Predicted epoch compute time of a plan for throughputs v: steps * max_i b_i / v_i, where
+// steps = ceil(N / B).
+double predicted_epoch_s(const std::vector<int>& batch, const std::vector<double>& v,
+                         std::int64_t samples_per_epoch);
+
+}  // namespace dbs::policy

@@ -1,0 +1,102 @@
+// The two policies that never re-plan: "static" (equal split) and "fixed:b0,b1,..." (given
+// sizes). Both still record the measured throughput and the predicted epoch time of their plan,
+// so a trace compares them with dbs on the same footing.
+#include <charconv>
+#include <cstdint>
+#include <utility>
+
+#include "lib/common/error.h"
+#include "lib/policy/internal.h"
+
+namespace dbs::policy::detail {
+namespace {
+
+class NeverReplans : public Policy {
+ public:
+  NeverReplans(std::string name, PolicyConfig config, std::vector<int> batch, std::string reason,
+               std::string initial_reason)
+      : name_(std::move(name)),
+        config_(config),
+        batch_(std::move(batch)),
+        reason_(std::move(reason)),
+        initial_reason_(std::move(initial_reason)) {}
+
+  std::string name() const override { return name_; }
+
+  Plan initial() const override {
+    Plan p = plan(0, initial_reason_);
+    p.throughput.assign(batch_.size(), 0.0);
+    return p;
+  }
+
+  Plan next(const Plan& current, std::span<const Report> reports) override {
+    check_current(current, config_);
+    const std::vector<Report> by = by_rank(reports, config_.world);
+    Plan p = plan(current.epoch + 1, reason_);
+    std::vector<double> v(by.size());
+    for (std::size_t i = 0; i < by.size(); ++i) v[i] = measured_rate(by[i]);
+    fill_predictions(p, v, config_.samples_per_epoch);
+    p.changed = p.batch != current.batch;
+    return p;
+  }
+
+ private:
+  Plan plan(std::int64_t epoch, const std::string& reason) const {
+    Plan p;
+    p.epoch = epoch;
+    p.global_batch = config_.global_batch;
+    p.batch = batch_;
+    p.offset = offsets_of(batch_);
+    p.reason = reason;
+    return p;
+  }
+
+  std::string name_;
+  PolicyConfig config_;
+  std::vector<int> batch_;
+  std::string reason_, initial_reason_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_static(const PolicyConfig& config) {
+  std::vector<int> equal =
+      policy::apportion(std::vector<double>(static_cast<std::size_t>(config.world), 1.0),
+                        config.global_batch, config.min_batch, max_batch_of(config));
+  return std::make_unique<NeverReplans>("static", config, std::move(equal), "static: equal split",
+                                        "initial: equal split");
+}
+
+std::unique_ptr<Policy> make_fixed(const std::string& spec, const PolicyConfig& config) {
+  const auto fail = [&](const std::string& what) {
+    throw ConfigError("policy '" + spec + "': " + what);
+  };
+  const std::string list = spec.substr(spec.find(':') + 1);
+  std::vector<int> batch;
+  std::int64_t sum = 0;
+  for (std::size_t at = 0; at <= list.size();) {
+    std::size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    const std::string item = list.substr(at, end - at);
+    int b = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), b);
+    if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size()) {
+      fail("size " + std::to_string(batch.size()) + " '" + item + "' is not an integer");
+    }
+    if (b <= 0) fail(format("size of rank %zu is %d, must be >= 1", batch.size(), b));
+    batch.push_back(b);
+    sum += b;
+    at = end + 1;
+  }
+  if (batch.size() != static_cast<std::size_t>(config.world)) {
+    fail(format("%zu sizes for %d ranks", batch.size(), config.world));
+  }
+  if (sum != config.global_batch) {
+    fail(format("sizes sum to %lld, the global batch is %d", static_cast<long long>(sum),
+                config.global_batch));
+  }
+  return std::make_unique<NeverReplans>("fixed", config, std::move(batch), "fixed: sizes as given",
+                                        "initial: fixed sizes as given");
+}
+
+}  // namespace dbs::policy::detail
