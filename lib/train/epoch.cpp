@@ -1,0 +1,182 @@
+// One epoch of synchronous training on this rank.
+//
+// Words: B global batch, S = ceil(N / B) steps, step s trains on the global batch
+// perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
+// plan (a short last step is split in the plan's proportions). The allreduced buffer is
+//   [ gradient sums (P) | sample count | loss sum | compute_s per rank (W) | samples per rank (W) ]
+// so every rank learns every rank's step time without another collective (rebalance_every).
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "lib/common/error.h"
+#include "lib/common/timer.h"
+#include "lib/data/sampler.h"
+#include "lib/nn/kernels.h"
+#include "lib/train/state.h"
+
+namespace dbs::train::detail {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// This rank's (size, offset) in a global step of gn samples.
+std::pair<int, int> slice(const policy::Plan& plan, int gn, int rank) {
+  if (gn == plan.global_batch) return {plan.batch[rank], plan.offset[rank]};
+  std::vector<double> w(plan.batch.begin(), plan.batch.end());
+  const std::vector<int> b = policy::apportion(w, gn, 0, gn);
+  const std::vector<int> o = policy::offsets_of(b);
+  return {b[rank], o[rank]};
+}
+
+// Per-rank figures over the steps since the last re-plan.
+struct Window {
+  std::vector<double> compute_s, samples;
+  std::vector<std::vector<double>> rates;
+  explicit Window(int w) : compute_s(w), samples(w), rates(w) {}
+  std::vector<policy::Report> reports(std::int64_t epoch, const policy::Plan& plan,
+                                      std::int64_t steps) const {
+    std::vector<policy::Report> out(compute_s.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].rank = static_cast<int>(i);
+      out[i].epoch = epoch;
+      out[i].batch = plan.batch[i];
+      out[i].samples = static_cast<std::int64_t>(samples[i]);
+      out[i].compute_s = compute_s[i];
+      out[i].step_rate_median = median(rates[i]);
+      out[i].steps = steps;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+EpochStats run_epoch(State& st, std::int64_t epoch) {
+  const Config& cfg = st.config;
+  const int world = st.comm.size(), rank = st.comm.rank();
+  const std::int64_t n_train = static_cast<std::int64_t>(st.train.n);
+  const int B = cfg.global_batch;
+  const std::int64_t steps = (n_train + B - 1) / B;
+  const std::size_t P = st.model->param_count();
+  const std::size_t px = st.train.pixels();
+  const std::vector<std::int64_t> perm =
+      data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
+
+  std::vector<float> buf(P + 2 + 2 * static_cast<std::size_t>(world));
+  float* const time_slot = buf.data() + P + 2;
+  float* const count_slot = time_slot + world;
+  std::vector<float> x(static_cast<std::size_t>(B) * px);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(B));
+  nn::Context ctx;
+  ctx.training = true;
+  ctx.seed = cfg.seed;
+  ctx.epoch = static_cast<std::uint64_t>(epoch);
+  ctx.sample_ids = ids.data();
+
+  EpochStats es;
+  std::vector<double> my_rates;
+  Window window(world);
+  std::int64_t window_steps = 0;
+  Progress progress(rank == 0 && cfg.progress, epoch, steps);
+  Stopwatch wall;
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const double t = static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps);
+    st.disturber->update(t);
+    const std::int64_t g0 = s * B;
+    const int gn = static_cast<int>(std::min<std::int64_t>(B, n_train - g0));
+    const auto [lb, lo] = slice(st.plan, gn, rank);
+    for (int j = 0; j < lb; ++j) {
+      const std::int64_t idx = perm[static_cast<std::size_t>(g0 + lo + j)];
+      std::copy_n(st.train.image(static_cast<std::size_t>(idx)), px, x.data() + j * px);
+      labels[j] = st.train.labels[static_cast<std::size_t>(idx)];
+      ids[j] = idx;
+    }
+    Stopwatch cw;
+    double loss = 0.0;
+    if (lb > 0) {
+      loss = st.model->loss_and_grads(x.data(), labels.data(), lb, ctx);
+      std::copy(st.model->grads().begin(), st.model->grads().end(), buf.begin());
+    } else {
+      std::fill_n(buf.begin(), P, 0.0f);
+    }
+    const double extra = st.disturber->sleep_for(t, cw.seconds());
+    if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+    const double compute_s = cw.seconds();
+    buf[P] = static_cast<float>(lb);
+    buf[P + 1] = static_cast<float>(loss);
+    std::fill(time_slot, time_slot + 2 * world, 0.0f);
+    time_slot[rank] = static_cast<float>(compute_s);
+    count_slot[rank] = static_cast<float>(lb);
+
+    Stopwatch mw;
+    st.comm.allreduce_sum(buf);
+    es.report.comm_s += mw.seconds();
+
+    const double count = static_cast<double>(buf[P]);
+    DBS_CHECK_EQ(static_cast<int>(count), gn);
+    const double lr = optim::learning_rate(cfg.schedule, t);
+    st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr, 1.0 / count);
+
+    es.loss_sum += static_cast<double>(buf[P + 1]);
+    es.samples += gn;
+    es.report.samples += lb;
+    es.report.compute_s += compute_s;
+    if (lb > 0 && compute_s > 0) my_rates.push_back(lb / compute_s);
+    for (int i = 0; i < world; ++i) {
+      const double ti = static_cast<double>(time_slot[i]), ni = static_cast<double>(count_slot[i]);
+      window.compute_s[i] += ti;
+      window.samples[i] += ni;
+      if (ni > 0 && ti > 0) window.rates[i].push_back(ni / ti);
+    }
+    ++window_steps;
+    if (cfg.rebalance_every > 0 && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
+      policy::Plan next = st.policy->next(st.plan, window.reports(epoch, st.plan, window_steps));
+      next.epoch = epoch;
+      if (next.changed) {
+        st.plan = next;
+        ++es.replans;
+        if (st.trace) st.trace->write(trace::plan_record(st.plan, s + 1, "rebalance"));
+      }
+      window = Window(world);
+      window_steps = 0;
+    }
+    progress.update(s + 1, static_cast<double>(es.samples) / wall.seconds());
+  }
+  es.wall_s = wall.seconds();
+  st.disturber->update(static_cast<double>(epoch + 1));
+  es.report.rank = rank;
+  es.report.epoch = epoch;
+  es.report.batch = st.plan.batch[rank];
+  es.report.steps = steps;
+  es.report.step_rate_median = median(my_rates);
+  return es;
+}
+
+std::pair<double, double> evaluate(State& st) {
+  constexpr int kBatch = 256;
+  const int world = st.comm.size(), rank = st.comm.rank();
+  const std::size_t n = st.test.n;
+  const std::size_t begin = n * rank / world, end = n * (rank + 1) / world;
+  nn::Context ctx;  // inference: no dropout
+  double sums[2] = {0.0, 0.0};  // loss, correct
+  for (std::size_t i = begin; i < end; i += kBatch) {
+    const int m = static_cast<int>(std::min<std::size_t>(kBatch, end - i));
+    const nn::Tensor& logits = st.model->forward(st.test.image(i), m, ctx);
+    int correct = 0;
+    sums[0] += nn::fast::softmax_xent(m, st.model->classes(), logits.ptr(),
+                                      st.test.labels.data() + i, nullptr, &correct);
+    sums[1] += correct;
+  }
+  st.comm.allreduce_sum(std::span<double>(sums, 2));
+  const double total = static_cast<double>(std::max<std::size_t>(n, 1));
+  return {sums[0] / total, sums[1] / total};
+}
+
+}  // namespace dbs::train::detail

@@ -1,0 +1,120 @@
+// What rank 0 shows and writes: the run header, one table row per epoch, the progress bar, the
+// JSON summary.
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "lib/common/atomic_file.h"
+#include "lib/train/state.h"
+
+namespace dbs::train::detail {
+namespace {
+
+std::string joined(const std::vector<int>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<double>& v) {
+  std::string out;
+  char buf[32];
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.0f", v[i]);
+    if (i > 0) out += ',';
+    out += buf;
+  }
+  return out;
+}
+
+nlohmann::json epoch_json(const EpochResult& r) {
+  return {{"epoch", r.epoch + 1},      {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
+          {"ideal_s", r.ideal_s},      {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+          {"test_loss", r.test_loss},  {"test_acc", r.test_acc},   {"batch", r.batch},
+          {"throughput", r.throughput}, {"replans", r.replans}};
+}
+
+}  // namespace
+
+nlohmann::json config_json(const State& st) {
+  const Config& c = st.config;
+  nlohmann::json dist = nlohmann::json::array();
+  for (const auto& d : c.disturbances) dist.push_back(to_string(d));
+  return {{"model", c.model},
+          {"params", st.model->param_count()},
+          {"world", st.comm.size()},
+          {"hosts", st.hosts},
+          {"threads", c.threads},
+          {"global_batch", c.global_batch},
+          {"epochs", c.epochs},
+          {"optimizer", c.optimizer},
+          {"lr", c.schedule.base_lr},
+          {"seed", c.seed},
+          {"train_samples", st.train.n},
+          {"test_samples", st.test.n},
+          {"policy", c.policy},
+          {"min_batch", c.min_batch},
+          {"max_batch", c.max_batch},
+          {"min_gain", c.min_gain},
+          {"rebalance_every", c.rebalance_every},
+          {"allreduce", c.allreduce},
+          {"disturb", dist}};
+}
+
+void print_header(const State& st) {
+  const Config& c = st.config;
+  const std::string threads = c.threads > 0 ? std::to_string(c.threads) : "all";
+  std::printf("dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
+              "policy %s, %zu train / %zu test samples\n",
+              c.model.c_str(), st.model->param_count(), st.comm.size(), threads.c_str(),
+              c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, c.policy.c_str(),
+              st.train.n, st.test.n);
+  std::printf("%5s %8s %8s %6s %8s %10s %9s %8s  %-16s %s\n", "epoch", "wall_s", "ideal_s", "eff",
+              "img/s", "train_loss", "test_loss", "test_acc", "batch/rank", "img/s/rank");
+  std::fflush(stdout);
+}
+
+void print_epoch(const State&, const EpochResult& r) {
+  std::printf("%5lld %8.2f %8.2f %5.1f%% %8.0f %10.4f %9.4f %7.2f%%  %-16s %s%s\n",
+              static_cast<long long>(r.epoch + 1), r.wall_s, r.ideal_s, 100.0 * r.efficiency,
+              r.images_per_s, r.train_loss, r.test_loss, 100.0 * r.test_acc,
+              joined(r.batch).c_str(), joined(r.throughput).c_str(),
+              r.replans > 0 ? ("  (" + std::to_string(r.replans) + " re-plans)").c_str() : "");
+  std::fflush(stdout);
+}
+
+void write_summary(const State& st, const RunResult& result) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& r : result.epochs) epochs.push_back(epoch_json(r));
+  nlohmann::json j = {{"config", config_json(st)},   {"epochs", epochs},
+                      {"test_acc", result.test_acc}, {"test_loss", result.test_loss},
+                      {"param_l2", result.param_l2}, {"param_sum", result.param_sum}};
+  write_file_atomic(st.config.summary_path, j.dump(2) + "\n");
+}
+
+Progress::Progress(bool enabled, std::int64_t epoch, std::int64_t steps)
+    : enabled_(enabled && ::isatty(STDOUT_FILENO)), epoch_(epoch), steps_(steps) {}
+
+void Progress::update(std::int64_t step, double images_per_s) {
+  if (!enabled_) return;
+  const double frac = static_cast<double>(step) / static_cast<double>(steps_);
+  if (step != steps_ && frac - last_ < 0.01) return;
+  last_ = frac;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(frac * kWidth);
+  std::printf("\r epoch %lld [%.*s%*s] %3.0f%% %lld/%lld steps %6.0f img/s",
+              static_cast<long long>(epoch_ + 1), filled, "##############################",
+              kWidth - filled, "", 100.0 * frac, static_cast<long long>(step),
+              static_cast<long long>(steps_), images_per_s);
+  std::fflush(stdout);
+}
+
+Progress::~Progress() {
+  if (enabled_) std::printf("\r%*s\r", 100, "");
+}
+
+}  // namespace dbs::train::detail

@@ -1,0 +1,76 @@
+// Internal to lib/train: what the epoch loop, checkpoints and output share.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/comm/communicator.h"
+#include "lib/data/dataset.h"
+#include "lib/nn/model.h"
+#include "lib/optim/optimizer.h"
+#include "lib/policy/policy.h"
+#include "lib/trace/trace.h"
+#include "lib/train/disturb.h"
+#include "lib/train/trainer.h"
+
+namespace dbs::train::detail {
+
+struct State {
+  const Config& config;
+  comm::Communicator& comm;
+  data::Dataset train;                       // the first train_limit samples
+  data::Dataset test;
+  std::unique_ptr<nn::Model> model;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<policy::Policy> policy;
+  policy::Plan plan;                         // plan of the current epoch
+  std::unique_ptr<Disturber> disturber;
+  std::unique_ptr<trace::Writer> trace;      // rank 0 only
+  std::vector<EpochResult> results;          // finished epochs
+  std::vector<std::string> hosts;            // host of each rank
+};
+
+// What one rank measured in one epoch, and what all ranks computed together.
+struct EpochStats {
+  policy::Report report;       // this rank's
+  double wall_s = 0;
+  double loss_sum = 0;         // over all ranks' samples
+  std::int64_t samples = 0;    // over all ranks
+  int replans = 0;
+};
+
+// Trains one epoch under state.plan (which rebalance_every may change during the epoch).
+EpochStats run_epoch(State& state, std::int64_t epoch);
+
+// Test loss and accuracy of the current parameters, the test set split across ranks.
+std::pair<double, double> evaluate(State& state);
+
+// Checkpoint of everything needed to continue after state.results.back() (rank 0 writes).
+void save_checkpoint(const State& state, const policy::Plan& next_plan);
+// Restores state from config.checkpoint_dir; returns the next epoch to run. Every rank reads.
+std::int64_t load_checkpoint(State& state);
+
+// Output on rank 0.
+void print_header(const State& state);
+void print_epoch(const State& state, const EpochResult& r);
+void write_summary(const State& state, const RunResult& result);
+nlohmann::json config_json(const State& state);
+
+// A progress bar on stdout while an epoch runs, when stdout is a terminal (rank 0 only).
+class Progress {
+ public:
+  Progress(bool enabled, std::int64_t epoch, std::int64_t steps);
+  void update(std::int64_t step, double images_per_s);
+  ~Progress();
+
+ private:
+  bool enabled_;
+  std::int64_t epoch_, steps_;
+  double last_ = -1;
+};
+
+}  // namespace dbs::train::detail

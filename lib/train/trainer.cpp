@@ -1,0 +1,190 @@
+#include "lib/train/trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "lib/common/error.h"
+#include "lib/common/log.h"
+#include "lib/nn/model.h"
+#include "lib/train/state.h"
+
+namespace dbs::train {
+namespace {
+
+using detail::State;
+
+void validate(const Config& c, int world, std::size_t n_train) {
+  if (c.epochs <= 0) throw ConfigError("--epochs must be positive");
+  if (c.global_batch < world * std::max(1, c.min_batch))
+    throw ConfigError("--batch " + std::to_string(c.global_batch) + " is smaller than " +
+                      std::to_string(world) + " ranks x min batch " + std::to_string(c.min_batch));
+  if (n_train == 0) throw ConfigError("no training samples");
+  if (c.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
+  for (const auto& d : c.disturbances)
+    if (d.rank >= world)
+      throw ConfigError("--disturb " + to_string(d) + ": the job has only " +
+                        std::to_string(world) + " ranks");
+}
+
+std::vector<std::string> gather_hosts(comm::Communicator& comm) {
+  constexpr std::size_t kLen = 64;
+  char mine[kLen] = {};
+  const std::string h = comm.host();
+  std::strncpy(mine, h.c_str(), kLen - 1);
+  std::vector<char> all(kLen * comm.size());
+  comm.allgather_bytes(mine, kLen, all.data());
+  std::vector<std::string> out;
+  for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + r * kLen);
+  return out;
+}
+
+// FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
+std::uint64_t fingerprint(const policy::Plan& plan, std::span<const float> params) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  mix(plan.batch.data(), plan.batch.size() * sizeof(int));
+  mix(plan.offset.data(), plan.offset.size() * sizeof(int));
+  mix(params.data(), params.size_bytes());
+  return h;
+}
+
+void check_agreement(comm::Communicator& comm, const policy::Plan& plan,
+                     std::span<const float> params, std::int64_t epoch) {
+  const std::uint64_t mine = fingerprint(plan, params);
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(&mine, sizeof mine, all.data());
+  for (int r = 1; r < comm.size(); ++r)
+    if (all[r] != all[0])
+      throw CheckError("ranks disagree on the plan or the parameters after epoch " +
+                       std::to_string(epoch + 1) + ": rank 0 has fingerprint " +
+                       std::to_string(all[0]) + ", rank " + std::to_string(r) + " has " +
+                       std::to_string(all[r]));
+}
+
+std::vector<policy::Report> gather_reports(comm::Communicator& comm, const policy::Report& mine) {
+  static_assert(std::is_trivially_copyable_v<policy::Report>);
+  std::vector<policy::Report> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(&mine, sizeof mine, all.data());
+  return all;
+}
+
+void trace_disturbances(State& st, std::int64_t epoch) {
+  for (const auto& d : st.config.disturbances) {
+    const double e = static_cast<double>(epoch + 1);  // 1-based, as in --disturb
+    const bool overlaps = d.from < e + 1 && (d.to < 0 || d.to > e);
+    if (!overlaps) continue;
+    st.trace->write({{"type", "disturbance"}, {"epoch", epoch + 1}, {"rank", d.rank},
+                     {"factor", d.factor}, {"from", d.from}, {"to", d.to},
+                     {"mode", d.mode == Disturbance::Mode::sleep ? "sleep" : "hog"}});
+  }
+}
+
+data::Dataset take(data::Dataset&& d, std::size_t limit) {
+  return limit == 0 || limit >= d.n ? std::move(d) : d.head(limit);
+}
+
+}  // namespace
+
+RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
+              Planner* planner) {
+  const int world = comm.size(), rank = comm.rank();
+  State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
+           take(std::move(data.test), cfg.test_limit), nullptr, nullptr, nullptr, {}, nullptr,
+           nullptr, {}, {}};
+  validate(cfg, world, st.train.n);
+  st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
+  st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
+  policy::PolicyConfig pc;
+  pc.world = world;
+  pc.global_batch = cfg.global_batch;
+  pc.samples_per_epoch = static_cast<std::int64_t>(st.train.n);
+  pc.min_batch = cfg.min_batch;
+  pc.max_batch = cfg.max_batch;
+  pc.min_gain = cfg.min_gain;
+  st.policy = policy::make_policy(cfg.policy, pc);
+  st.plan = st.policy->initial();
+  st.hosts = gather_hosts(comm);
+  st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
+
+  std::int64_t first = 0;
+  if (cfg.resume) first = detail::load_checkpoint(st);
+  if (rank == 0 && !cfg.trace_path.empty()) {
+    st.trace = std::make_unique<trace::Writer>(cfg.trace_path, trace::header(detail::config_json(st)),
+                                               first > 0);
+    if (first == 0) st.trace->write(trace::plan_record(st.plan, 0, "initial"));
+  }
+  if (rank == 0) detail::print_header(st);
+
+  for (std::int64_t e = first; e < cfg.epochs; ++e) {
+    if (st.trace) trace_disturbances(st, e);
+    const std::vector<int> batch_at_start = st.plan.batch;
+    const detail::EpochStats es = detail::run_epoch(st, e);
+    const auto [test_loss, test_acc] = detail::evaluate(st);
+    const std::vector<policy::Report> reports = gather_reports(comm, es.report);
+
+    EpochResult r;
+    r.epoch = e;
+    r.wall_s = es.wall_s;
+    r.images_per_s = static_cast<double>(es.samples) / es.wall_s;
+    double sum_v = 0.0;
+    for (const auto& rep : reports) {
+      const double v = rep.compute_s > 0 ? static_cast<double>(rep.samples) / rep.compute_s : 0.0;
+      r.throughput.push_back(v);
+      sum_v += v;
+    }
+    r.ideal_s = sum_v > 0 ? static_cast<double>(es.samples) / sum_v : 0.0;
+    r.efficiency = r.ideal_s / es.wall_s;
+    r.train_loss = es.loss_sum / static_cast<double>(es.samples);
+    r.test_loss = test_loss;
+    r.test_acc = test_acc;
+    r.batch = batch_at_start;
+    r.replans = es.replans;
+
+    std::string source = "embedded";
+    policy::Plan next = planner != nullptr ? planner->next(st.plan, reports, source)
+                                           : st.policy->next(st.plan, reports);
+    check_agreement(comm, next, st.model->params(), e);
+    if (rank == 0) detail::print_epoch(st, r);
+    if (st.trace) {
+      for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
+      st.trace->write({{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
+                       {"images_per_s", r.images_per_s}, {"ideal_s", r.ideal_s},
+                       {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+                       {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
+                       {"replans", r.replans}});
+      st.trace->write(trace::plan_record(next, 0, source));
+      st.trace->flush();
+    }
+    st.results.push_back(r);
+    st.plan = next;
+    if (!cfg.checkpoint_dir.empty() && rank == 0) detail::save_checkpoint(st, next);
+  }
+
+  RunResult out;
+  out.epochs = st.results;
+  if (!st.results.empty()) {
+    out.test_loss = st.results.back().test_loss;
+    out.test_acc = st.results.back().test_acc;
+  } else {
+    std::tie(out.test_loss, out.test_acc) = detail::evaluate(st);
+  }
+  const auto p = st.model->params();
+  out.params.assign(p.begin(), p.end());
+  for (const float v : p) {
+    const double d = static_cast<double>(v);
+    out.param_l2 += d * d;
+    out.param_sum += d;
+  }
+  out.param_l2 = std::sqrt(out.param_l2);
+  if (rank == 0) {
+    if (!cfg.summary_path.empty()) detail::write_summary(st, out);
+    if (!cfg.save_weights.empty()) nn::save_weights(*st.model, cfg.save_weights);
+  }
+  return out;
+}
+
+}  // namespace dbs::train

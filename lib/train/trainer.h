@@ -1,0 +1,58 @@
+// The synchronous data-parallel training loop of DESIGN.md ("One epoch"): one permutation per
+// epoch shared by all ranks, each global step split into per-rank slices by the plan, gradient
+// sums allreduced together with the sample count, the same update on every rank, and a new
+// plan from the policy at the end of every epoch (and every K steps with rebalance_every).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/comm/communicator.h"
+#include "lib/data/dataset.h"
+#include "lib/policy/plan.h"
+#include "lib/train/config.h"
+
+namespace dbs::train {
+
+struct EpochResult {
+  std::int64_t epoch = 0;
+  double wall_s = 0;          // training time of the epoch (no evaluation)
+  double images_per_s = 0;    // N / wall_s
+  double ideal_s = 0;         // N / sum of the ranks' throughputs
+  double efficiency = 0;      // ideal_s / wall_s
+  double train_loss = 0;      // mean over the epoch's samples
+  double test_loss = 0;
+  double test_acc = 0;        // fraction in [0, 1]
+  std::vector<int> batch;            // per rank, at the start of the epoch
+  std::vector<double> throughput;    // per rank, samples / compute second
+  int replans = 0;            // plan changes inside the epoch (rebalance_every)
+};
+
+struct RunResult {
+  std::vector<EpochResult> epochs;  // every epoch, resumed ones included
+  double test_loss = 0;
+  double test_acc = 0;
+  double param_l2 = 0;
+  double param_sum = 0;
+  std::vector<float> params;        // final parameters
+};
+
+// Source of the next plan. The default (embedded) runs the policy on every rank; the daemon
+// client of the scheduler issue plugs in here.
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  // Plan for current.epoch + 1 from all ranks' reports (identical on every rank). source gets
+  // "embedded" or what the planner used.
+  virtual policy::Plan next(const policy::Plan& current, const std::vector<policy::Report>& reports,
+                            std::string& source) = 0;
+};
+
+// Runs the whole training on this rank. data is the full data set (every rank loads it; the
+// plan decides which samples a rank computes); pass it moved to save a copy. Throws on any
+// error; the caller aborts the job.
+RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
+              Planner* planner = nullptr);
+
+}  // namespace dbs::train
