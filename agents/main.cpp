@@ -1,0 +1,57 @@
+// dbs-agent: one MPI rank per node. Parses options, starts MPI, loads the data, trains, and on
+// any error on any rank ends the whole job (MPI_Abort) instead of leaving the others hanging.
+#include <cstdio>
+#include <exception>
+
+#include "agents/options.h"
+#include "lib/comm/mpi.h"
+#include "lib/common/log.h"
+#include "lib/data/dataset.h"
+#include "lib/nn/threads.h"
+#include "lib/train/trainer.h"
+
+namespace {
+
+dbs::log::Level level_of(const std::string& s) {
+  if (s == "debug") return dbs::log::Level::debug;
+  if (s == "warning") return dbs::log::Level::warn;
+  if (s == "error") return dbs::log::Level::error;
+  return dbs::log::Level::info;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dbs;
+  agent::Options opts;
+  int code = 0;
+  if (!agent::parse_options(argc, argv, opts, code)) return code;
+  log::set_level(level_of(opts.log_level));
+
+  comm::MpiRuntime mpi(&argc, &argv);
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::make_mpi(comm::parse_algorithm(opts.train.allreduce));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dbs-agent: cannot start: %s\n", e.what());
+    return 1;
+  }
+  log::set_tag("rank " + std::to_string(comm->rank()));
+  try {
+    nn::ThreadLimit threads(opts.train.threads);
+    opts.train.threads = threads.threads();
+    log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) of " +
+              std::to_string(nn::available_threads()) + " available, " +
+              std::to_string(comm->size()) + " rank(s)");
+    data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
+    const train::RunResult result = train::run(opts.train, *comm, std::move(data));
+    if (comm->rank() == 0)
+      std::printf("final: test accuracy %.2f%%, test loss %.4f, parameter L2 %.4f, sum %.4f\n",
+                  100.0 * result.test_acc, result.test_loss, result.param_l2, result.param_sum);
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    if (comm->size() > 1) comm->abort(1);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,19 @@
+// dbs-agent's options: one struct, parsed once from the command line.
+#pragma once
+
+#include <string>
+
+#include "lib/train/config.h"
+
+namespace dbs::agent {
+
+struct Options {
+  train::Config train;            // everything the training loop needs
+  std::string log_level = "info"; // debug | info | warning | error
+};
+
+// Parses argv. On --help or a usage error, prints and returns false with exit_code set
+// (0 for --help, 2 for bad usage). Throws nothing.
+bool parse_options(int argc, char** argv, Options& out, int& exit_code);
+
+}  // namespace dbs::agent

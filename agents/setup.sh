@@ -1,0 +1,45 @@
+# Sourced by agents/run-local.sh and tests/run.sh: installs what is missing from Debian's
+# packages (only what is missing; apt-get update at most once) and builds incrementally.
+#   dbs_setup_packages        install missing packages
+#   dbs_build DIR [ARGS...]   configure DIR once (meson ARGS), then ninja it
+
+DBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DBS_PACKAGES=(
+  g++ meson ninja-build pkg-config cmake
+  libopenmpi-dev openmpi-bin
+  libtbb-dev libeigen3-dev nlohmann-json3-dev libboost-dev libcli11-dev zlib1g-dev doctest-dev
+  dataset-fashion-mnist
+  time procps python3 curl
+)
+
+dbs_setup_packages() {
+  local missing=() p
+  for p in "${DBS_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dbs: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "dbs: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
+    return 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+dbs_build() {
+  local dir=$1
+  shift
+  if [ ! -f "$DBS_ROOT/$dir/build.ninja" ]; then
+    meson setup "$DBS_ROOT/$dir" "$DBS_ROOT" "$@" >"$DBS_ROOT/$dir.setup.log" 2>&1 || {
+      cat "$DBS_ROOT/$dir.setup.log" >&2
+      return 1
+    }
+    rm -f "$DBS_ROOT/$dir.setup.log"
+  fi
+  ninja -C "$DBS_ROOT/$dir" | grep -v '^ninja: no work to do' | tail -n 5
+  return "${PIPESTATUS[0]}"
+}
+
+# mpirun as root, ranks free to use every core (no binding: TBB keeps its threads).
+DBS_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)

@@ -1,0 +1,125 @@
+// dbs-bench train and dbs-bench kernels: training-step throughput and per-layer times on
+// synthetic data of Fashion-MNIST's shape (the cost does not depend on the pixel values).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "bench/bench.h"
+#include "lib/common/timer.h"
+#include "lib/nn/model.h"
+#include "lib/nn/threads.h"
+#include "lib/optim/optimizer.h"
+
+namespace dbs::bench {
+namespace {
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  std::vector<std::int64_t> ids;
+};
+
+Batch synthetic_batch(const nn::Model& m, int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> px(0.0f, 1.0f);
+  Batch b;
+  b.x.resize(static_cast<std::size_t>(n) * m.input_shape().size());
+  for (float& v : b.x) v = px(rng);
+  b.y.resize(static_cast<std::size_t>(n));
+  for (auto& l : b.y) l = static_cast<std::int32_t>(rng() % static_cast<unsigned>(m.classes()));
+  b.ids.resize(static_cast<std::size_t>(n));
+  std::iota(b.ids.begin(), b.ids.end(), 0);
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+void run_train(const TrainOptions& o) {
+  nn::ThreadLimit limit(o.threads);
+  auto model = nn::make_model(o.model, {1, 28, 28}, 10, o.seed);
+  auto opt = optim::make_optimizer("adam", model->param_count());
+  const Batch b = synthetic_batch(*model, o.batch, o.seed);
+  nn::Context ctx;
+  ctx.training = true;
+  ctx.sample_ids = b.ids.data();
+  std::vector<double> step_s;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    Stopwatch sw;
+    model->loss_and_grads(b.x.data(), b.y.data(), o.batch, ctx);
+    opt->step(model->params(), model->grads(), 1e-4, 1.0 / o.batch);
+    if (s >= o.warmup) step_s.push_back(sw.seconds());
+  }
+  const double total = std::accumulate(step_s.begin(), step_s.end(), 0.0);
+  const double ips = o.batch * static_cast<double>(o.steps) / total;
+  const double gflops = ips * model->train_flops_per_sample() / 1e9;
+  const double peak = measure_peak_gflops(0.5);
+  nlohmann::json j = {
+      {"bench", "train"},
+      {"model", o.model},
+      {"threads", limit.threads()},
+      {"batch", o.batch},
+      {"steps", o.steps},
+      {"warmup_steps", o.warmup},
+      {"data", "synthetic 1x28x28"},
+      {"images_per_s", ips},
+      {"step_ms_median", median(step_s) * 1e3},
+      {"train_mflop_per_sample", model->train_flops_per_sample() / 1e6},
+      {"gflops", gflops},
+      {"peak_gflops_per_core", peak},
+      {"peak_fraction", gflops / (peak * limit.threads())},
+  };
+  std::puts(j.dump(2).c_str());
+}
+
+void run_kernels(const TrainOptions& o) {
+  nn::ThreadLimit limit(o.threads);
+  auto model = nn::make_model(o.model, {1, 28, 28}, 10, o.seed);
+  const Batch b = synthetic_batch(*model, o.batch, o.seed);
+  nn::Context ctx;
+  ctx.training = true;
+  ctx.sample_ids = b.ids.data();
+  model->loss_and_grads(b.x.data(), b.y.data(), o.batch, ctx);  // fills every activation
+  nlohmann::json layers = nlohmann::json::array();
+  double total_f = 0.0, total_b = 0.0;
+  for (std::size_t i = 0; i < model->layer_count(); ++i) {
+    nn::Layer& l = model->layer(i);
+    nn::Tensor& x = model->activation(i);
+    nn::Tensor y, dy, dx;
+    l.forward(x, y, ctx);
+    dy = y;
+    std::vector<double> fwd, bwd;
+    for (int r = 0; r < std::max(1, o.steps); ++r) {
+      Stopwatch sw;
+      l.forward(x, y, ctx);
+      fwd.push_back(sw.seconds());
+      sw.reset();
+      l.backward(x, y, dy, i == 0 ? nullptr : &dx, ctx);
+      bwd.push_back(sw.seconds());
+    }
+    const double f = median(fwd), bk = median(bwd);
+    total_f += f;
+    total_b += bk;
+    const double flops = l.forward_flops(x.shape) * o.batch;
+    layers.push_back({{"layer", l.name()},
+                      {"in", x.shape.str()},
+                      {"forward_ms", f * 1e3},
+                      {"backward_ms", bk * 1e3},
+                      {"forward_gflops", flops / f / 1e9}});
+  }
+  nlohmann::json j = {{"bench", "kernels"},   {"model", o.model},
+                      {"threads", limit.threads()}, {"batch", o.batch},
+                      {"repeats", std::max(1, o.steps)}, {"layers", layers},
+                      {"forward_ms_total", total_f * 1e3}, {"backward_ms_total", total_b * 1e3}};
+  std::puts(j.dump(2).c_str());
+}
+
+}  // namespace dbs::bench

@@ -1,0 +1,20 @@
+# dbs-agent and dbs-bench answer --help, and reject bad options and bad data with a clear message.
+source "$(dirname "$0")/common.bash"
+for bin in "$AGENT" "$BENCH"; do
+  "$bin" --help >"$TMP/help" || fail "$bin --help exited non-zero"
+  grep -q "Example" "$TMP/help" || fail "$bin --help shows no example"
+done
+grep -q -- "--disturb" <("$AGENT" --help) || fail "agent --help lacks --disturb"
+expect_fail "--epochs" "$AGENT" --epochs 0
+expect_fail "unknown key 'speed'" "$AGENT" --disturb rank=1,speed=3
+expect_fail "factor must be >= 1" "$AGENT" --disturb rank=1,factor=0.5
+expect_fail "--optimizer" "$AGENT" --optimizer lbfgs
+expect_fail "$TMP/nowhere" "$AGENT" --data "$TMP/nowhere" --epochs 1
+expect_fail "unknown model 'resnet'" "$AGENT" --model resnet --epochs 1 --train-limit 10
+mkdir -p "$TMP/bad"
+printf 'garbage' | gzip >"$TMP/bad/train-images-idx3-ubyte.gz"
+for f in train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  cp /usr/share/datasets/fashion-mnist/$f.gz "$TMP/bad/"
+done
+expect_fail "train-images-idx3-ubyte.gz" "$AGENT" --data "$TMP/bad" --epochs 1
+echo "all CLI checks passed"
