@@ -1,0 +1,16 @@
+// A dbs-scheduler subcommand registers its options on the app and, when chosen, sets `action`
+// to the function that runs it (returning the exit status).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace dbs::scheduler {
+
+using Action = std::function<int()>;
+
+void add_serve_command(CLI::App& app, Action& action);   // scheduler/serve/
+void add_replay_command(CLI::App& app, Action& action);  // scheduler/replay/
+
+}  // namespace dbs::scheduler
