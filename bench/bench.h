@@ -1,22 +1,20 @@
-// dbs-bench subcommands. Each prints one JSON document on stdout.
+// dbs-bench subcommands. Each prints one JSON document on stdout. A subcommand registers its
+// options on the app and, when chosen, sets `action` to the function that runs it.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
+#include <functional>
 #include <string>
 
 namespace dbs::bench {
 
+using Action = std::function<int()>;
+
+void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
+void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels
+
 // Single-core fp32 FMA peak in GFLOP/s, measured for about `seconds`.
 double measure_peak_gflops(double seconds);
-
-struct TrainOptions {
-  std::string model = "cnn";  // model name
-  int threads = 1;            // TBB threads
-  int batch = 128;            // samples per step
-  int steps = 20;             // timed steps
-  int warmup = 3;             // untimed steps before
-  unsigned seed = 1;          // model and data seed
-};
-void run_train(const TrainOptions& o);
-void run_kernels(const TrainOptions& o);
 
 }  // namespace dbs::bench

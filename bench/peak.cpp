@@ -1,7 +1,10 @@
 // dbs-bench peak: this core's single-precision FMA peak, measured with independent FMA chains.
 #include <immintrin.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <memory>
 
 #include "bench/bench.h"
 #include "lib/common/timer.h"
@@ -47,6 +50,19 @@ double measure_peak_gflops(double seconds) {
   const double elapsed = sw.seconds();
   if (sink == 12345.678f) std::puts("");  // keeps the chains alive
   return flops / elapsed / 1e9;
+}
+
+void add_peak_command(CLI::App& app, Action& action) {
+  auto seconds = std::make_shared<double>(2.0);
+  auto* cmd = app.add_subcommand("peak", "measure this core's fp32 FMA peak (GFLOP/s)");
+  cmd->add_option("--seconds", *seconds, "measuring time")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->callback([&action, seconds] {
+    action = [seconds] {
+      const double g = measure_peak_gflops(*seconds);
+      std::puts(nlohmann::json({{"bench", "peak"}, {"gflops_per_core", g}}).dump(2).c_str());
+      return 0;
+    };
+  });
 }
 
 }  // namespace dbs::bench

@@ -17,6 +17,15 @@
 namespace dbs::bench {
 namespace {
 
+struct TrainOptions {
+  std::string model = "cnn";  // model name
+  int threads = 1;            // TBB threads
+  int batch = 128;            // samples per step
+  int steps = 20;             // timed steps (kernels: repeats per layer)
+  int warmup = 3;             // untimed steps before
+  unsigned seed = 1;          // model and data seed
+};
+
 struct Batch {
   std::vector<float> x;
   std::vector<std::int32_t> y;
@@ -41,9 +50,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
-
-void run_train(const TrainOptions& o) {
+int run_train(const TrainOptions& o) {
   nn::ThreadLimit limit(o.threads);
   auto model = nn::make_model(o.model, {1, 28, 28}, 10, o.seed);
   auto opt = optim::make_optimizer("adam", model->param_count());
@@ -78,9 +85,10 @@ void run_train(const TrainOptions& o) {
       {"peak_fraction", gflops / (peak * limit.threads())},
   };
   std::puts(j.dump(2).c_str());
+  return 0;
 }
 
-void run_kernels(const TrainOptions& o) {
+int run_kernels(const TrainOptions& o) {
   nn::ThreadLimit limit(o.threads);
   auto model = nn::make_model(o.model, {1, 28, 28}, 10, o.seed);
   const Batch b = synthetic_batch(*model, o.batch, o.seed);
@@ -120,6 +128,27 @@ void run_kernels(const TrainOptions& o) {
                       {"repeats", std::max(1, o.steps)}, {"layers", layers},
                       {"forward_ms_total", total_f * 1e3}, {"backward_ms_total", total_b * 1e3}};
   std::puts(j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_train_commands(CLI::App& app, Action& action) {
+  auto o = std::make_shared<TrainOptions>();
+  auto add_options = [o](CLI::App* c) {
+    c->add_option("--model", o->model, "model: cnn or lenet")->capture_default_str();
+    c->add_option("--threads", o->threads, "TBB threads")->capture_default_str()->check(CLI::PositiveNumber);
+    c->add_option("--batch", o->batch, "samples per step")->capture_default_str()->check(CLI::PositiveNumber);
+    c->add_option("--steps", o->steps, "timed steps (kernels: repeats per layer)")->capture_default_str()->check(CLI::PositiveNumber);
+    c->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+    c->add_option("--seed", o->seed, "model and data seed")->capture_default_str();
+  };
+  auto* train = app.add_subcommand("train", "time training steps: images/s, GFLOP/s, fraction of peak");
+  add_options(train);
+  train->callback([&action, o] { action = [o] { return run_train(*o); }; });
+  auto* kernels = app.add_subcommand("kernels", "forward and backward time per layer");
+  add_options(kernels);
+  kernels->callback([&action, o] { action = [o] { return run_kernels(*o); }; });
 }
 
 }  // namespace dbs::bench
