@@ -13,6 +13,8 @@ using Action = std::function<int()>;
 
 void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
 void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels
+void add_allreduce_command(CLI::App& app, Action& action);   // allreduce_bench.cpp
+void add_balance_command(CLI::App& app, Action& action);     // balance_bench.cpp
 
 // Single-core fp32 FMA peak in GFLOP/s, measured for about `seconds`.
 double measure_peak_gflops(double seconds);

@@ -55,6 +55,7 @@ struct Config {
   std::string save_weights;             // final weights file; empty = none
   std::string summary_path;             // final JSON summary; empty = none
   bool progress = true;                 // progress bar when stdout is a terminal
+  bool table = true;                    // rank 0 prints the run header and a row per epoch
   std::string allreduce = "mpi";        // recorded in the trace
 };
 

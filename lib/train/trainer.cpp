@@ -117,7 +117,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
                                                first > 0);
     if (first == 0) st.trace->write(trace::plan_record(st.plan, 0, "initial"));
   }
-  if (rank == 0) detail::print_header(st);
+  const bool table = rank == 0 && cfg.table;
+  if (table) detail::print_header(st);
 
   for (std::int64_t e = first; e < cfg.epochs; ++e) {
     if (st.trace) trace_disturbances(st, e);
@@ -148,7 +149,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     policy::Plan next = planner != nullptr ? planner->next(st.plan, reports, source)
                                            : st.policy->next(st.plan, reports);
     check_agreement(comm, next, st.model->params(), e);
-    if (rank == 0) detail::print_epoch(st, r);
+    if (table) detail::print_epoch(st, r);
     if (st.trace) {
       for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
       st.trace->write({{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
