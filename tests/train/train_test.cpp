@@ -67,6 +67,10 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
+// Rounding differs between splits (summation order), and training amplifies it chaotically: a
+// ReLU output within rounding of zero can flip, which re-routes a max-pool gradient. With seed 7
+// the trajectories stay within 4e-6; other seeds reach 1e-2 relative after 16 steps (README,
+// "Same computation"). The test pins the seed the acceptance names and checks the bound.
 TEST_CASE("Train.SameComputation.AnyPlan.cnn.2048samples") {
   train::Config c = small_config("cnn", 2048);
   const std::vector<float> single = run_local(c, 1);

@@ -1,0 +1,27 @@
+# A 2-rank DBS job with rank 1 disturbed x3 from epoch 2: the plan moves samples to rank 0, every
+# plan keeps the global batch, and the trace holds the documented records.
+source "$(dirname "$0")/common.bash"
+"${MPIRUN[@]}" -np 2 "$AGENT" --model lenet --epochs 4 --train-limit 3000 --test-limit 500 \
+  --threads 1 --no-progress --disturb rank=1,factor=3,from=2 --trace "$TMP/t.jsonl" \
+  --summary "$TMP/s.json" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "job failed"; }
+cat "$TMP/out"
+python3 - "$TMP/t.jsonl" <<'PY' || fail "trace check"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+head = lines[0]
+assert head["type"] == "header" and head["format"] == "dbs-trace" and head["version"] == 1, head
+kinds = {}
+for r in lines[1:]:
+    kinds.setdefault(r["type"], []).append(r)
+assert len(kinds["rank"]) == 8 and len(kinds["eval"]) == 4, {k: len(v) for k, v in kinds.items()}
+plans = kinds["plan"]
+assert all(sum(p["batch"]) == 128 == p["global_batch"] for p in plans)
+assert all(p["offset"] == [0, p["batch"][0]] for p in plans)
+late = [p for p in plans if p["epoch"] >= 3]
+assert late and all(p["batch"][1] < p["batch"][0] for p in late), late
+assert {d["epoch"] for d in kinds["disturbance"]} == {2, 3, 4}
+for r in kinds["rank"]:
+    for k in ("batch", "samples", "compute_s", "comm_s", "throughput", "host"):
+        assert k in r, (k, r)
+print("plans:", [(p["epoch"], p["batch"]) for p in plans])
+PY
