@@ -19,7 +19,7 @@ struct Chunks {
 
 // Chunks of about target_rows GEMM rows (rows_per_sample each), and at least min_chunks chunks
 // when the batch allows it, so that a few threads always find work.
-Chunks make_chunks(int n, int rows_per_sample, int target_rows, int min_chunks = 16);
+Chunks make_chunks(int n, int rows_per_sample, int target_rows, int min_chunks = 4);
 
 // out[j] = sum over c in [0, count) of partials[c * len + j], summed in chunk order; parallel
 // over j.

@@ -16,7 +16,7 @@ namespace {
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 using MapC = Eigen::Map<const Mat>;
 using Map = Eigen::Map<Mat>;
-constexpr int kTargetRows = 16;  // samples per chunk when the batch is large
+constexpr int kTargetRows = 32;  // samples per chunk when the batch is large
 }  // namespace
 
 void dense_forward(int n, int in, int out, const float* x, const float* wt, const float* b,

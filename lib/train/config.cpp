@@ -71,4 +71,17 @@ std::string to_string(const Disturbance& d) {
   return os.str();
 }
 
+policy::PolicyConfig policy_config(const Config& c, int world, std::size_t train_samples) {
+  const std::size_t n =
+      c.train_limit == 0 || c.train_limit >= train_samples ? train_samples : c.train_limit;
+  policy::PolicyConfig pc;
+  pc.world = world;
+  pc.global_batch = c.global_batch;
+  pc.samples_per_epoch = static_cast<std::int64_t>(n);
+  pc.min_batch = c.min_batch;
+  pc.max_batch = c.max_batch;
+  pc.min_gain = c.min_gain;
+  return pc;
+}
+
 }  // namespace dbs::train

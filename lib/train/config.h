@@ -7,6 +7,7 @@
 
 #include "lib/optim/optimizer.h"
 #include "lib/optim/schedule.h"
+#include "lib/policy/policy.h"
 
 namespace dbs::train {
 
@@ -58,5 +59,10 @@ struct Config {
   bool table = true;                    // rank 0 prints the run header and a row per epoch
   std::string allreduce = "mpi";        // recorded in the trace
 };
+
+// The policy configuration of a run of `world` ranks on a training set of `train_samples`
+// samples before --train-limit: what the trainer's policy gets, and what a planner running the
+// same policy beside it (the daemon client) must use.
+policy::PolicyConfig policy_config(const Config& config, int world, std::size_t train_samples);
 
 }  // namespace dbs::train

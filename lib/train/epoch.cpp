@@ -34,22 +34,31 @@ std::pair<int, int> slice(const policy::Plan& plan, int gn, int rank) {
   return {b[rank], o[rank]};
 }
 
-// Per-rank figures over the steps since the last re-plan.
-struct Window {
-  std::vector<double> compute_s, samples;
-  std::vector<std::vector<double>> rates;
-  explicit Window(int w) : compute_s(w), samples(w), rates(w) {}
+// Every rank's compute time and sample count of every step of the epoch (all ranks know them
+// from the shared buffer), and reports over a range of steps from them.
+struct StepHistory {
+  int world;
+  std::vector<float> time, count;  // step s, rank i at s * world + i
   std::vector<policy::Report> reports(std::int64_t epoch, const policy::Plan& plan,
-                                      std::int64_t steps) const {
-    std::vector<policy::Report> out(compute_s.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i].rank = static_cast<int>(i);
-      out[i].epoch = epoch;
-      out[i].batch = plan.batch[i];
-      out[i].samples = static_cast<std::int64_t>(samples[i]);
-      out[i].compute_s = compute_s[i];
-      out[i].step_rate_median = median(rates[i]);
-      out[i].steps = steps;
+                                      std::int64_t begin, std::int64_t end) const {
+    std::vector<policy::Report> out(static_cast<std::size_t>(world));
+    for (int i = 0; i < world; ++i) {
+      policy::Report& r = out[static_cast<std::size_t>(i)];
+      r.rank = i;
+      r.epoch = epoch;
+      r.batch = plan.batch[static_cast<std::size_t>(i)];
+      r.steps = end - begin;
+      std::vector<double> rates;
+      double samples = 0;
+      for (std::int64_t s = begin; s < end; ++s) {
+        const double t = static_cast<double>(time[static_cast<std::size_t>(s * world + i)]);
+        const double n = static_cast<double>(count[static_cast<std::size_t>(s * world + i)]);
+        samples += n;
+        r.compute_s += t;
+        if (n > 0 && t > 0) rates.push_back(n / t);
+      }
+      r.samples = static_cast<std::int64_t>(samples);
+      r.step_rate_median = median(std::move(rates));
     }
     return out;
   }
@@ -82,8 +91,8 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
 
   EpochStats es;
   std::vector<double> my_rates;
-  Window window(world);
-  std::int64_t window_steps = 0;
+  StepHistory history{world, {}, {}};
+  std::int64_t window_start = 0;  // first step since the last re-plan
   Progress progress(rank == 0 && cfg.progress, epoch, steps);
   Stopwatch wall;
   for (std::int64_t s = 0; s < steps; ++s) {
@@ -129,23 +138,17 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     es.report.samples += lb;
     es.report.compute_s += compute_s;
     if (lb > 0 && compute_s > 0) my_rates.push_back(lb / compute_s);
-    for (int i = 0; i < world; ++i) {
-      const double ti = static_cast<double>(time_slot[i]), ni = static_cast<double>(count_slot[i]);
-      window.compute_s[i] += ti;
-      window.samples[i] += ni;
-      if (ni > 0 && ti > 0) window.rates[i].push_back(ni / ti);
-    }
-    ++window_steps;
+    history.time.insert(history.time.end(), time_slot, time_slot + world);
+    history.count.insert(history.count.end(), count_slot, count_slot + world);
     if (cfg.rebalance_every > 0 && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
-      policy::Plan next = st.policy->next(st.plan, window.reports(epoch, st.plan, window_steps));
+      policy::Plan next = st.policy->next(st.plan, history.reports(epoch, st.plan, window_start, s + 1));
       next.epoch = epoch;
       if (next.changed) {
         st.plan = next;
         ++es.replans;
         if (st.trace) st.trace->write(trace::plan_record(st.plan, s + 1, "rebalance"));
       }
-      window = Window(world);
-      window_steps = 0;
+      window_start = s + 1;
     }
     progress.update(s + 1, static_cast<double>(es.samples) / wall.seconds());
   }
@@ -156,6 +159,10 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   es.report.batch = st.plan.batch[rank];
   es.report.steps = steps;
   es.report.step_rate_median = median(my_rates);
+  // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
+  // whole epoch (whose median may still describe the time before a change).
+  if (cfg.rebalance_every > 0)
+    es.plan_reports = history.reports(epoch, st.plan, std::max<std::int64_t>(0, steps - cfg.rebalance_every), steps);
   return es;
 }
 

@@ -41,6 +41,9 @@ struct EpochStats {
   double loss_sum = 0;         // over all ranks' samples
   std::int64_t samples = 0;    // over all ranks
   int replans = 0;
+  // With rebalance_every: every rank's report over the epoch's last K steps, which the next
+  // plan is made from instead of the whole-epoch reports.
+  std::vector<policy::Report> plan_reports;
 };
 
 // Trains one epoch under state.plan (which rebalance_every may change during the epoch).

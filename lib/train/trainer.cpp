@@ -98,14 +98,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
   st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
-  policy::PolicyConfig pc;
-  pc.world = world;
-  pc.global_batch = cfg.global_batch;
-  pc.samples_per_epoch = static_cast<std::int64_t>(st.train.n);
-  pc.min_batch = cfg.min_batch;
-  pc.max_batch = cfg.max_batch;
-  pc.min_gain = cfg.min_gain;
-  st.policy = policy::make_policy(cfg.policy, pc);
+  st.policy = policy::make_policy(cfg.policy, policy_config(cfg, world, st.train.n));
   st.plan = st.policy->initial();
   st.hosts = gather_hosts(comm);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
@@ -146,8 +139,9 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     r.replans = es.replans;
 
     std::string source = "embedded";
-    policy::Plan next = planner != nullptr ? planner->next(st.plan, reports, source)
-                                           : st.policy->next(st.plan, reports);
+    const std::vector<policy::Report>& basis = es.plan_reports.empty() ? reports : es.plan_reports;
+    policy::Plan next = planner != nullptr ? planner->next(st.plan, basis, source)
+                                           : st.policy->next(st.plan, basis);
     check_agreement(comm, next, st.model->params(), e);
     if (table) detail::print_epoch(st, r);
     if (st.trace) {
