@@ -1,0 +1,97 @@
+#include "lib/replay/replay.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "lib/common/error.h"
+
+namespace dbs::replay {
+
+double Replay::error() const {
+  if (recorded < 0 || recorded_total_s <= 0) return 0.0;
+  return (results[static_cast<std::size_t>(recorded)].total_s - recorded_total_s) /
+         recorded_total_s;
+}
+
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  const auto flush = [&] {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    const std::string spec = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (!spec.empty() && std::find(out.begin(), out.end(), spec) == out.end()) {
+      out.push_back(spec);
+    }
+    item.clear();
+  };
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const char ch = list[i];
+    const bool continues_fixed = ch == ',' && item.find("fixed:") != std::string::npos &&
+                                 i + 1 < list.size() &&
+                                 std::isdigit(static_cast<unsigned char>(list[i + 1])) != 0;
+    if (ch == ',' && !continues_fixed) {
+      flush();
+    } else {
+      item += ch;
+    }
+  }
+  flush();
+  return out;
+}
+
+Replay replay(const Trace& trace, const ReplayOptions& options) {
+  Replay r;
+  r.path = trace.path;
+  r.header = trace.header;
+  r.cluster = cluster_from_trace(trace);
+  r.fit = fit_cost(trace, r.cluster, options.cost);
+  for (const EpochRecords& e : trace.epochs) {
+    r.recorded_s.push_back(e.wall_s);
+    r.recorded_total_s += e.wall_s;
+  }
+
+  const Header& h = trace.header;
+  SimConfig base;
+  base.min_batch = options.min_batch.value_or(h.min_batch);
+  base.max_batch = options.max_batch.value_or(h.max_batch);
+  base.min_gain = options.min_gain.value_or(h.min_gain);
+  base.rebalance_every = options.rebalance_every.value_or(h.rebalance_every);
+  if (base.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
+  const bool as_recorded = base.min_batch == h.min_batch && base.max_batch == h.max_batch &&
+                           base.min_gain == h.min_gain && base.rebalance_every == h.rebalance_every;
+
+  std::vector<std::string> specs = options.policies;
+  if (specs.empty()) specs.push_back(h.policy);
+  for (const std::string& spec : specs) {
+    SimConfig c = base;
+    c.policy = spec;
+    if (as_recorded && spec == h.policy && r.recorded < 0) {
+      r.recorded = static_cast<int>(r.results.size());
+    }
+    r.results.push_back(simulate(r.cluster, r.fit.cost, c));
+  }
+  if (r.recorded >= 0) {
+    const SimResult& mine = r.results[static_cast<std::size_t>(r.recorded)];
+    for (std::size_t e = 0; e < trace.epochs.size(); ++e) {
+      const std::vector<PlanAt>& a = mine.epochs[e].plans;
+      const std::vector<PlanAt>& b = trace.epochs[e].plans;
+      bool same = a.size() == b.size();
+      for (std::size_t k = 0; same && k < a.size(); ++k) {
+        same = a[k].step == b[k].step && a[k].plan.batch == b[k].plan.batch;
+      }
+      r.plans_matched += same ? 1 : 0;
+    }
+  }
+  const auto is_static = [](const SimResult& x) { return x.config.policy == "static"; };
+  if (const auto it = std::find_if(r.results.begin(), r.results.end(), is_static);
+      it != r.results.end()) {
+    r.baseline = *it;
+  } else {
+    SimConfig c = base;
+    c.policy = "static";
+    r.baseline = simulate(r.cluster, r.fit.cost, c);
+  }
+  return r;
+}
+
+}  // namespace dbs::replay

@@ -1,0 +1,51 @@
+// `dbs-scheduler replay` as a library call: a trace in, the simulated runs of one or more
+// policies out, each compared with `static` and, for the policy the trace was recorded with, with
+// the recorded times.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/replay/fit.h"
+#include "lib/replay/reader.h"
+#include "lib/replay/simulate.h"
+
+namespace dbs::replay {
+
+struct ReplayOptions {
+  std::vector<std::string> policies;   // specs; empty = the policy the trace was recorded with
+  std::optional<int> rebalance_every;  // default: the trace's
+  std::optional<double> min_gain;      // default: the trace's
+  std::optional<int> min_batch;        // default: the trace's
+  std::optional<int> max_batch;        // default: the trace's
+  CostOptions cost;
+};
+
+struct Replay {
+  std::string path;
+  Header header;
+  Cluster cluster;
+  Fit fit;
+  std::vector<SimResult> results;  // one per policy asked for, in that order
+  SimResult baseline;              // `static` with the same settings: the speedups' reference
+  std::vector<double> recorded_s;  // wall_s of each epoch of the trace
+  double recorded_total_s = 0;
+  int recorded = -1;      // index of the result that replays the run as recorded
+  int plans_matched = 0;  // epochs where that result ran the recorded plans exactly
+
+  double speedup(const SimResult& r) const {
+    return r.total_s > 0 ? baseline.total_s / r.total_s : 0.0;
+  }
+  // (simulated - recorded) / recorded for the result `recorded` (0 when there is none).
+  double error() const;
+};
+
+// Throws ConfigError for an unknown policy or bounds that do not fit the trace.
+Replay replay(const Trace& trace, const ReplayOptions& options);
+
+// "dbs,static , fixed:96,32" -> {"dbs", "static", "fixed:96,32"}: splits at commas, except
+// inside a fixed: list (a comma followed by a digit continues it); drops repeats.
+std::vector<std::string> split_policies(const std::string& list);
+
+}  // namespace dbs::replay

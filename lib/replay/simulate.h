@@ -1,0 +1,77 @@
+// The step-by-step simulation of synchronous training on a cluster (model.h): every step costs
+// max_i b_i / v_i(t) + the cost model's per-step seconds; the plans come from the very same
+// policy objects the agent and the daemon run (lib/policy), fed with the reports the simulated
+// ranks would send.
+//
+// The loop mirrors lib/train/epoch.cpp and trainer.cpp: a short last step is split in the
+// plan's proportions; a re-plan every K steps (not after the last one) sees the window's reports
+// (comm_s 0, as in the agent); the end-of-epoch report's step_rate_median is the median over the
+// epoch's steps of b_i / (step compute time) (the element at index n / 2 of the sorted rates);
+// with re-plans every K steps the next epoch's plan is made from the reports over the epoch's
+// last K steps (`basis`). Steps whose rates and batch sizes do not change are costed together,
+// so a run costs O(epochs x (events + 1) x world) however many steps an epoch has.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/policy/policy.h"
+#include "lib/replay/model.h"
+
+namespace dbs::replay {
+
+struct EpochRun {
+  double time_s = 0;           // training time of the epoch: compute_s + S * cost.step_s()
+  double compute_s = 0;        // sum over steps of the slowest rank's compute
+  double ideal_s = 0;          // perfect continuous split of every step: ideal_compute_s + S * cost
+  double ideal_compute_s = 0;  // sum over steps of (samples of the step) / sum_i v_i
+  int replans = 0;             // plan changes inside the epoch
+  int changes = 0;             // replans, plus 1 when the epoch starts under a changed plan
+  std::vector<PlanAt> plans;   // [0]: the plan it started under, then each change
+  std::vector<policy::Report> reports;  // per rank over the epoch (comm_s includes waiting)
+  std::vector<policy::Report> basis;    // with re-plans every K steps: over the last K steps
+  policy::Plan next;                    // the plan for the next epoch (simulate only)
+};
+
+// Called after every K-th step of an epoch (not after its last step) with the plan in force,
+// the number of steps done and the reports over the steps since the last call; returns the plan
+// to switch to, or nothing to keep the current one.
+using Replanner = std::function<std::optional<policy::Plan>(
+    const policy::Plan& current, std::int64_t step, std::span<const policy::Report> window)>;
+
+// Epoch `epoch` (from 0) of the cluster starting under `start`; rebalance_every 0 = no re-plans.
+EpochRun run_epoch(const Cluster& cluster, const CostModel& cost, std::int64_t epoch,
+                   const PlanAt& start, int rebalance_every, const Replanner& replan);
+
+// The steps of epoch `epoch` at which some rank's throughput changes (a slowdown starts or
+// stops), sorted, each in (0, S).
+std::vector<std::int64_t> rate_changes(const Cluster& cluster, std::int64_t epoch);
+// Every rank's throughput (samples/s) at step `step` of epoch `epoch`.
+std::vector<double> rates_at(const Cluster& cluster, std::int64_t epoch, std::int64_t step);
+
+struct SimConfig {
+  std::string policy = "dbs";  // spec for policy::make_policy
+  int min_batch = 1;           // policy bounds and threshold (PolicyConfig)
+  int max_batch = 0;
+  double min_gain = 0.02;
+  int rebalance_every = 0;  // re-plan every K steps inside an epoch (0 = per epoch)
+};
+
+struct SimResult {
+  SimConfig config;
+  std::vector<EpochRun> epochs;
+  double total_s = 0;
+  double ideal_s = 0;
+  int changes = 0;
+  double efficiency() const { return total_s > 0 ? ideal_s / total_s : 0.0; }
+};
+
+// Runs every epoch of the cluster under the policy. Throws ConfigError for a bad policy spec or
+// bounds that do not fit the cluster.
+SimResult simulate(const Cluster& cluster, const CostModel& cost, const SimConfig& config);
+
+}  // namespace dbs::replay

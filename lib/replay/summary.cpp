@@ -1,0 +1,212 @@
+#include "lib/replay/summary.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+namespace dbs::replay {
+namespace {
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[256];
+  va_list args;
+  va_start(args, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, int{sizeof buf} - 1)));
+}
+
+std::string seconds(double s) {
+  return format(s < 1e5 ? "%.3f" : "%.0f", s);
+}
+
+std::string duration(double s) {
+  if (s * 1e6 < 999.95) return format("%.1f us", s * 1e6);
+  if (s < 1.0) return format("%.2f ms", s * 1e3);
+  return format("%.3f s", s);
+}
+
+std::string bytes_per_s(double b) {
+  if (b <= 0) return "infinite";
+  if (b >= 1e9) return format("%.2f GB/s", b / 1e9);
+  return format("%.1f MB/s", b / 1e6);
+}
+
+std::string percent(double x) {
+  return format("%+.1f%%", 100 * x);
+}
+
+// Rows of cells printed in columns: the first left-aligned, the others right-aligned.
+class Table {
+ public:
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::string str() const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows_) {
+      width.resize(std::max(width.size(), r.size()), 0);
+      for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    }
+    std::string out;
+    for (const auto& r : rows_) {
+      std::string line;
+      for (std::size_t c = 0; c < r.size(); ++c) {
+        const std::string pad(width[c] - r[c].size(), ' ');
+        line += c == 0 ? r[c] + pad : "  " + pad + r[c];
+      }
+      out += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string settings(const SimConfig& c) {
+  std::string s = c.rebalance_every > 0 ? format("re-plan every %d steps", c.rebalance_every)
+                                        : std::string("re-plan per epoch");
+  return s + format(", min gain %.3g%%, batch per rank %d..%s", 100 * c.min_gain, c.min_batch,
+                    c.max_batch > 0 ? std::to_string(c.max_batch).c_str() : "B");
+}
+
+std::string single(const Replay& r) {
+  const SimResult& res = r.results.front();
+  const bool rec = r.recorded == 0;
+  Table t;
+  std::vector<std::string> head{"epoch",      "time_s",  "ideal_s",
+                                "efficiency", "changes", "recorded_s"};
+  if (rec) head.push_back("error");
+  t.row(head);
+  for (std::size_t e = 0; e < res.epochs.size(); ++e) {
+    const EpochRun& x = res.epochs[e];
+    std::vector<std::string> row{std::to_string(e + 1),     seconds(x.time_s),
+                                 seconds(x.ideal_s),        format("%.3f", x.ideal_s / x.time_s),
+                                 std::to_string(x.changes), seconds(r.recorded_s[e])};
+    if (rec) row.push_back(percent((x.time_s - r.recorded_s[e]) / r.recorded_s[e]));
+    t.row(row);
+  }
+  std::vector<std::string> total{"total",
+                                 seconds(res.total_s),
+                                 seconds(res.ideal_s),
+                                 format("%.3f", res.efficiency()),
+                                 std::to_string(res.changes),
+                                 seconds(r.recorded_total_s)};
+  if (rec) total.push_back(percent(r.error()));
+  t.row(total);
+  std::string out = "policy " + res.config.policy + ": " + settings(res.config) + "\n" + t.str();
+  out += format("speedup over static: %.3fx (static %s s)\n", r.speedup(res),
+                seconds(r.baseline.total_s).c_str());
+  if (rec) {
+    out += format("the simulated policy ran the recorded plans in %d of %zu epochs\n",
+                  r.plans_matched, res.epochs.size());
+  }
+  return out;
+}
+
+std::string compare(const Replay& r) {
+  Table t;
+  std::vector<std::string> head{"epoch"};
+  for (const SimResult& res : r.results) head.push_back(res.config.policy);
+  head.insert(head.end(), {"ideal_s", "recorded_s"});
+  t.row(head);
+  const SimResult& first = r.results.front();
+  for (std::size_t e = 0; e < first.epochs.size(); ++e) {
+    std::vector<std::string> row{std::to_string(e + 1)};
+    for (const SimResult& res : r.results) row.push_back(seconds(res.epochs[e].time_s));
+    row.insert(row.end(), {seconds(first.epochs[e].ideal_s), seconds(r.recorded_s[e])});
+    t.row(row);
+  }
+  std::vector<std::string> total{"total"}, eff{"efficiency"}, changes{"changes"}, speed{"speedup"};
+  for (const SimResult& res : r.results) {
+    total.push_back(seconds(res.total_s));
+    eff.push_back(format("%.3f", res.efficiency()));
+    changes.push_back(std::to_string(res.changes));
+    speed.push_back(format("%.3fx", r.speedup(res)));
+  }
+  total.insert(total.end(), {seconds(first.ideal_s), seconds(r.recorded_total_s)});
+  for (auto* row : {&total, &eff, &changes, &speed}) t.row(*row);
+  std::string out = "policies side by side: " + settings(first.config) + "\n" + t.str();
+  out += "speedup: static's total time over the policy's";
+  if (std::none_of(r.results.begin(), r.results.end(),
+                   [](const SimResult& x) { return x.config.policy == "static"; })) {
+    out += format(" (static: %s s)", seconds(r.baseline.total_s).c_str());
+  }
+  out += "\n";
+  if (r.recorded >= 0) {
+    out += format(
+        "recorded run (policy %s): simulated %s s, recorded %s s, error %s; same "
+        "plans in %d of %zu epochs\n",
+        r.header.policy.c_str(),
+        seconds(r.results[static_cast<std::size_t>(r.recorded)].total_s).c_str(),
+        seconds(r.recorded_total_s).c_str(), percent(r.error()).c_str(), r.plans_matched,
+        first.epochs.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe_model(const Replay& r) {
+  const Fit& f = r.fit;
+  const CostModel& m = f.cost;
+  std::string s = "step time = slowest rank's compute + allreduce " + duration(m.allreduce_s);
+  if (r.header.world > 1) {
+    s += f.bandwidth_given ? " (ring model"
+                           : " (measured " + duration(f.measured_allreduce_s) + "; ring model";
+    s += ": latency " + duration(m.latency_s) + (f.latency_given ? " given" : " assumed") +
+         ", bandwidth " + bytes_per_s(m.bandwidth) + (f.bandwidth_given ? " given" : " fitted");
+    if (m.bytes > 0) s += format(", %.2f MB per step", m.bytes / 1e6);
+    s += ")";
+  }
+  s += " + overhead " + duration(m.overhead_s) + (f.overhead_given ? " (given)" : " (fitted)");
+  return s;
+}
+
+std::string text_summary(const Replay& r) {
+  const Header& h = r.header;
+  std::string out = format(
+      "replay of %s: %d ranks, global batch %d, %lld samples per epoch (%lld steps), %d "
+      "epochs, recorded with policy %s\n",
+      r.path.c_str(), h.world, h.global_batch, static_cast<long long>(h.train_samples),
+      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), h.policy.c_str());
+  out += "model: " + describe_model(r) + "\n";
+  out +=
+      "ideal: every step split in proportion to the throughputs, plus allreduce and overhead\n\n";
+  out += r.results.size() == 1 ? single(r) : compare(r);
+  return out;
+}
+
+nlohmann::json json_summary(const Replay& r) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t k = 0; k < r.results.size(); ++k) {
+    const SimResult& res = r.results[k];
+    nlohmann::json epochs = nlohmann::json::array();
+    for (std::size_t e = 0; e < res.epochs.size(); ++e) {
+      const EpochRun& x = res.epochs[e];
+      epochs.push_back({{"epoch", e + 1},
+                        {"time_s", x.time_s},
+                        {"ideal_s", x.ideal_s},
+                        {"efficiency", x.ideal_s / x.time_s},
+                        {"changes", x.changes}});
+    }
+    nlohmann::json j = {{"total_s", res.total_s},
+                        {"ideal_s", res.ideal_s},
+                        {"efficiency", res.efficiency()},
+                        {"speedup_vs_static", r.speedup(res)},
+                        {"plan_changes", res.changes},
+                        {"rebalance_every", res.config.rebalance_every},
+                        {"allreduce_s", r.fit.cost.allreduce_s},
+                        {"overhead_s", r.fit.cost.overhead_s},
+                        {"epochs", epochs}};
+    if (static_cast<int>(k) == r.recorded) {
+      j["recorded_total_s"] = r.recorded_total_s;
+      j["error"] = r.error();
+      j["plans_matched"] = r.plans_matched;
+    }
+    out[res.config.policy] = j;
+  }
+  return out;
+}
+
+}  // namespace dbs::replay

@@ -1,0 +1,281 @@
+#include "lib/replay/synth.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <sstream>
+
+#include "lib/common/error.h"
+#include "lib/replay/fields.h"
+#include "lib/replay/simulate.h"
+#include "lib/trace/trace.h"
+
+namespace dbs::replay {
+namespace {
+
+using detail::Fields;
+using nlohmann::json;
+
+constexpr double kHuge = std::numeric_limits<double>::max();
+constexpr std::int64_t kMaxRanks = 10'000'000;
+
+// x rounded to `digits` significant decimal digits (the nearest double to that decimal).
+double round_sig(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int exp10 = digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x))));
+  if (exp10 >= 0) {
+    const double scale = std::pow(10.0, exp10);
+    return std::round(x * scale) / scale;
+  }
+  const double scale = std::pow(10.0, -exp10);
+  return std::round(x / scale) * scale;
+}
+
+// A standard normal deviate from two draws of rng (Box-Muller): the same on every platform,
+// unlike std::normal_distribution.
+double normal(std::mt19937_64& rng) {
+  const auto uniform = [&rng] { return (static_cast<double>(rng() >> 11) + 1.0) * 0x1p-53; };
+  const double u1 = uniform(), u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std::int64_t n) {
+  const double base = f.number_or("base_throughput", 1000.0, 1e-300, kHuge);
+  std::vector<NodeType> out;
+  if (f.has("speeds") == f.has("nodes")) f.fail("give exactly one of 'nodes' and 'speeds'");
+  if (f.has("speeds")) {
+    for (const double s : f.numbers("speeds", 1e-300, kHuge)) out.push_back({"rank", 1, s * base});
+    return out;
+  }
+  const json& nodes = f.at("nodes");
+  if (!nodes.is_array() || nodes.empty()) f.fail("'nodes' is not a non-empty array");
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const Fields node(nodes[k], name, "nodes[" + std::to_string(k) + "]");
+    node.only({"name", "count", "speed", "throughput", "epoch_s"});
+    NodeType t;
+    t.name = node.text_or("name", "node" + std::to_string(k));
+    t.count = static_cast<int>(node.integer_or("count", 1, 1, kMaxRanks));
+    const int given =
+        int{node.has("speed")} + int{node.has("throughput")} + int{node.has("epoch_s")};
+    if (given != 1) node.fail("give exactly one of 'speed', 'throughput' and 'epoch_s'");
+    if (node.has("speed")) t.throughput = node.number("speed", 1e-300, kHuge) * base;
+    if (node.has("throughput")) t.throughput = node.number("throughput", 1e-300, kHuge);
+    if (node.has("epoch_s")) {
+      t.throughput = static_cast<double>(n) / node.number("epoch_s", 1e-300, kHuge);
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<Slowdown> parse_slowdowns(const Fields& f, const std::string& name, int world) {
+  std::vector<Slowdown> out;
+  if (!f.has("disturbances")) return out;
+  const json& list = f.at("disturbances");
+  if (!list.is_array()) f.fail("'disturbances' is not an array");
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const Fields d(list[k], name, "disturbances[" + std::to_string(k) + "]");
+    d.only({"rank", "ranks", "factor", "from", "to"});
+    Slowdown s;
+    s.factor = d.number("factor", 1, kHuge);
+    s.from = d.number_or("from", 1, 1, kHuge);
+    s.to = d.number_or("to", -1, -kHuge, kHuge);
+    if (s.to >= 0 && s.to <= s.from) d.fail("'to' must be after 'from' (or < 0: never)");
+    if (d.has("rank") == d.has("ranks")) d.fail("give exactly one of 'rank' and 'ranks'");
+    std::vector<int> ranks;
+    if (d.has("rank")) {
+      ranks.push_back(static_cast<int>(d.integer("rank", 0, world - 1)));
+    } else if (d.at("ranks").is_string()) {  // "first-last", inclusive
+      const std::string r = d.text("ranks");
+      int first = -1, last = -1;
+      char tail = 0;
+      if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 ||
+          last < first || last >= world) {
+        d.fail("'ranks' \"" + r + "\" is not a range first-last within 0-" +
+               std::to_string(world - 1));
+      }
+      for (int i = first; i <= last; ++i) ranks.push_back(i);
+    } else {
+      ranks = d.integers("ranks", 0, world - 1);
+    }
+    for (const int r : ranks) {
+      s.rank = r;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+std::string disturb_spec(const Slowdown& d) {
+  std::ostringstream os;
+  os << "rank=" << d.rank << ",factor=" << d.factor << ",from=" << d.from;
+  if (d.to >= 0) os << ",to=" << d.to;
+  os << ",mode=" << d.mode;
+  return os.str();
+}
+
+}  // namespace
+
+int Spec::world() const {
+  std::int64_t n = 0;
+  for (const NodeType& t : nodes) n += t.count;
+  return static_cast<int>(n);
+}
+
+Spec parse_spec(const json& j, const std::string& name) {
+  const Fields f(j, name, "synthetic spec");
+  f.only({"epochs", "samples_per_epoch", "global_batch", "policy", "min_batch", "max_batch",
+          "min_gain", "rebalance_every", "params", "latency_s", "bandwidth", "overhead_s", "noise",
+          "seed", "base_throughput", "speeds", "nodes", "disturbances", "comment"});
+  Spec s;
+  s.epochs = static_cast<int>(f.integer("epochs", 1, 1'000'000));
+  s.samples_per_epoch =
+      f.integer_or("samples_per_epoch", s.samples_per_epoch, 1, 1'000'000'000'000);
+  s.global_batch = static_cast<int>(f.integer_or("global_batch", s.global_batch, 1, 1 << 30));
+  s.policy = f.text_or("policy", s.policy);
+  s.min_batch = static_cast<int>(f.integer_or("min_batch", s.min_batch, 1, 1 << 30));
+  s.max_batch = static_cast<int>(f.integer_or("max_batch", s.max_batch, 0, 1 << 30));
+  s.min_gain = f.number_or("min_gain", s.min_gain, 0, 0.999);
+  s.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
+  s.params = f.integer_or("params", s.params, 0, 1'000'000'000'000);
+  s.latency_s = f.number_or("latency_s", s.latency_s, 0, kHuge);
+  s.bandwidth = f.number_or("bandwidth", s.bandwidth, 0, kHuge);
+  s.overhead_s = f.number_or("overhead_s", s.overhead_s, 0, kHuge);
+  s.noise = f.number_or("noise", 0, 0, 10);
+  s.seed = static_cast<std::uint64_t>(f.integer_or("seed", 1, 0, kMaxRanks * 1000));
+  s.nodes = parse_nodes(f, name, s.samples_per_epoch);
+  const std::int64_t world = s.world();
+  if (world > kMaxRanks) f.fail("more than " + std::to_string(kMaxRanks) + " ranks");
+  if (world * s.min_batch > s.global_batch) {
+    f.fail(std::to_string(world) + " ranks x min_batch " + std::to_string(s.min_batch) +
+           " do not fit in global_batch " + std::to_string(s.global_batch));
+  }
+  s.slowdowns = parse_slowdowns(f, name, static_cast<int>(world));
+  s.source = j;
+  return s;
+}
+
+Spec read_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open spec: " + std::strerror(errno));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError(path + ": not valid JSON: " + detail::json_message(e));
+  }
+  return parse_spec(j, path);
+}
+
+Cluster cluster_of(const Spec& s) {
+  Cluster c;
+  c.world = s.world();
+  c.global_batch = s.global_batch;
+  c.samples_per_epoch = s.samples_per_epoch;
+  c.slowdowns = s.slowdowns;
+  std::vector<double> speed;
+  for (const NodeType& t : s.nodes) speed.insert(speed.end(), t.count, t.throughput);
+  std::mt19937_64 rng(s.seed);
+  c.base.assign(static_cast<std::size_t>(s.epochs), speed);
+  if (s.noise > 0) {
+    for (std::vector<double>& v : c.base) {
+      for (double& x : v) x *= std::exp(s.noise * normal(rng));
+    }
+  }
+  return c;
+}
+
+CostModel cost_of(const Spec& s) {
+  CostModel m;
+  m.latency_s = s.latency_s;
+  m.bandwidth = s.bandwidth;
+  m.bytes = allreduce_bytes(s.params, s.world());
+  m.allreduce_s = ring_allreduce_s(s.world(), m.bytes, m.latency_s, m.bandwidth);
+  m.overhead_s = s.overhead_s;
+  return m;
+}
+
+std::string synthesize(const Spec& s) {
+  const Cluster c = cluster_of(s);
+  const SimResult r =
+      simulate(c, cost_of(s), {s.policy, s.min_batch, s.max_batch, s.min_gain, s.rebalance_every});
+  json hosts = json::array(), disturb = json::array();
+  for (const NodeType& t : s.nodes) {
+    for (int k = 0; k < t.count; ++k) hosts.push_back(t.name + "-" + std::to_string(k));
+  }
+  for (const Slowdown& d : s.slowdowns) disturb.push_back(disturb_spec(d));
+  const json config = {{"model", "synthetic"},
+                       {"params", s.params},
+                       {"world", c.world},
+                       {"hosts", hosts},
+                       {"threads", 0},
+                       {"global_batch", s.global_batch},
+                       {"epochs", s.epochs},
+                       {"optimizer", "none"},
+                       {"lr", 0},
+                       {"seed", s.seed},
+                       {"train_samples", s.samples_per_epoch},
+                       {"test_samples", 0},
+                       {"policy", s.policy},
+                       {"min_batch", s.min_batch},
+                       {"max_batch", s.max_batch},
+                       {"min_gain", s.min_gain},
+                       {"rebalance_every", s.rebalance_every},
+                       {"allreduce", "model"},
+                       {"disturb", disturb},
+                       {"synthetic", s.source}};
+  const auto rounded = [](policy::Plan p) {
+    for (double& v : p.throughput) v = round_sig(v, 7);
+    p.predicted_epoch_s = round_sig(p.predicted_epoch_s, 7);
+    p.ideal_epoch_s = round_sig(p.ideal_epoch_s, 7);
+    return p;
+  };
+  std::string out = trace::header(config).dump() + "\n";
+  out +=
+      trace::plan_record(rounded(r.epochs.front().plans.front().plan), 0, "initial").dump() + "\n";
+  for (std::size_t e = 0; e < r.epochs.size(); ++e) {
+    const EpochRun& run = r.epochs[e];
+    const auto E = static_cast<double>(e + 1);  // 1-based, as the agent's overlap test
+    for (const Slowdown& d : s.slowdowns) {
+      if (!(d.from < E + 1 && (d.to < 0 || d.to > E))) continue;
+      out += json{{"type", "disturbance"}, {"epoch", e + 1}, {"rank", d.rank}, {"factor", d.factor},
+                  {"from", d.from},        {"to", d.to},     {"mode", d.mode}}
+                 .dump() +
+             "\n";
+    }
+    for (std::size_t k = 1; k < run.plans.size(); ++k) {
+      out += trace::plan_record(rounded(run.plans[k].plan), run.plans[k].step, "rebalance").dump() +
+             "\n";
+    }
+    double sum_v = 0;
+    for (policy::Report rep : run.reports) {
+      rep.compute_s = round_sig(rep.compute_s, 7);
+      rep.comm_s = round_sig(rep.comm_s, 7);
+      rep.step_rate_median = round_sig(rep.step_rate_median, 7);
+      json j = trace::rank_record(rep, hosts[static_cast<std::size_t>(rep.rank)]);
+      const double v = rep.compute_s > 0 ? round_sig(rep.samples / rep.compute_s, 7) : 0.0;
+      j["throughput"] = v;
+      sum_v += v;
+      out += j.dump() + "\n";
+    }
+    const auto n = static_cast<double>(s.samples_per_epoch);
+    const double wall = round_sig(run.time_s, 7), ideal = sum_v > 0 ? n / sum_v : 0.0;
+    out += json{{"type", "eval"},
+                {"epoch", e + 1},
+                {"wall_s", wall},
+                {"images_per_s", round_sig(n / wall, 7)},
+                {"ideal_s", round_sig(ideal, 7)},
+                {"efficiency", round_sig(ideal / wall, 7)},
+                {"replans", run.replans}}
+               .dump() +
+           "\n";
+    out += trace::plan_record(rounded(run.next), 0, "embedded").dump() + "\n";
+  }
+  return out;
+}
+
+}  // namespace dbs::replay

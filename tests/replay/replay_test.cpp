@@ -1,0 +1,167 @@
+// Replay end to end in the library: the committed recordings replayed with their own policy
+// predict their recorded time; synthetic traces give back the ground truth and the costs they
+// were made from; the analytic 1 : 1/3 case; the JSON, text and HTML outputs.
+#include "lib/replay/replay.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/replay/report.h"
+#include "lib/replay/summary.h"
+#include "lib/replay/synth.h"
+#include "tests/replay/helpers.h"
+
+namespace {
+
+using namespace dbs::replay;
+using namespace dbs::replay::test;
+using nlohmann::json;
+
+// Four ranks with noise, slowdowns that start and stop inside epochs, dbs re-planning every 5
+// steps: every path of the trace writer and of the ground-truth reconstruction.
+Spec busy_spec() {
+  return parse_spec(json::parse(R"({
+    "epochs": 6, "samples_per_epoch": 5000, "global_batch": 96, "policy": "dbs",
+    "rebalance_every": 5, "params": 100000, "latency_s": 1e-5, "bandwidth": 1e9,
+    "overhead_s": 0.002, "noise": 0.05, "seed": 3,
+    "nodes": [{"name": "a", "count": 2, "throughput": 900},
+              {"name": "b", "count": 2, "epoch_s": 12.5}],
+    "disturbances": [{"rank": 1, "factor": 3, "from": 2.5, "to": 4.25},
+                     {"ranks": [2, 3], "factor": 1.5, "from": 3.7}]
+  })"),
+                    "busy.json");
+}
+
+Replay replay_of(const std::string& text, std::vector<std::string> policies = {}) {
+  ReplayOptions o;
+  o.policies = std::move(policies);
+  return replay(parse_trace(text, "synthetic.jsonl"), o);
+}
+
+}  // namespace
+
+TEST_CASE("Replay.CommittedTraces.OwnPolicyWithinTenPercentOfRecordedTime") {
+  const auto traces = recorded_traces();
+  REQUIRE(traces.size() >= 3);
+  for (const auto& path : traces) {
+    CAPTURE(path);
+    const Replay r = replay(read_trace(path.string()), {});
+    REQUIRE(r.recorded == 0);
+    MESSAGE(path.filename().string()
+            << ": recorded " << r.recorded_total_s << " s, simulated " << r.results[0].total_s
+            << " s, error " << 100 * r.error() << "%");
+    CHECK(std::fabs(r.error()) < 0.10);
+    // Re-planning once per epoch, the simulated policy sees what the real one saw (median
+    // bias) and decides the same. (Re-plans inside an epoch follow per-step jitter that the
+    // per-epoch ground truth does not hold.)
+    if (r.header.rebalance_every == 0) {
+      CHECK(r.plans_matched == static_cast<int>(r.results[0].epochs.size()));
+    }
+  }
+}
+
+// The per-step cost is fitted so that a trace's own total comes out exactly when the simulated
+// policy makes the recorded plans; the model is only worth something if the cost of one run
+// predicts another. Each trace is replayed with the costs fitted on each other one.
+TEST_CASE("Replay.CommittedTraces.CostsFittedOnAnotherTracePredictWithinTenPercent") {
+  const auto traces = recorded_traces();
+  REQUIRE(traces.size() >= 3);
+  std::vector<Trace> read;
+  std::vector<Fit> fits;
+  for (const auto& path : traces) {
+    read.push_back(read_trace(path.string()));
+    fits.push_back(replay(read.back(), {}).fit);
+  }
+  double worst = 0;
+  for (std::size_t a = 0; a < read.size(); ++a) {
+    for (std::size_t b = 0; b < read.size(); ++b) {
+      if (a == b) continue;
+      ReplayOptions o;
+      o.cost.latency_s = fits[a].cost.latency_s;
+      o.cost.bandwidth = fits[a].cost.bandwidth;
+      o.cost.overhead_s = fits[a].cost.overhead_s;
+      const Replay r = replay(read[b], o);
+      CAPTURE(traces[a]);
+      CAPTURE(traces[b]);
+      CHECK(r.results[0].config.policy == read[b].header.policy);
+      CHECK(std::fabs(r.error()) < 0.10);
+      worst = std::max(worst, std::fabs(r.error()));
+    }
+  }
+  MESSAGE("worst error with another trace's costs: " << 100 * worst << "%");
+}
+
+TEST_CASE("Replay.Synthetic.TwoRanksOneToOneThird.DbsSpeedupNearAnalyticTwo") {
+  const auto dir = traces_dir();
+  REQUIRE_FALSE(dir.empty());
+  const Spec spec = read_spec((dir / "synth-2rank.json").string());
+  const Replay r = replay_of(synthesize(spec), {"dbs", "static"});
+  REQUIRE(r.results.size() == 2);
+  const double speedup = r.speedup(r.results[0]);
+  MESSAGE("dbs over static: " << speedup << "x (analytic 2x once balanced)");
+  CHECK(speedup == doctest::Approx(2.0).epsilon(0.05));
+  // Once balanced, every epoch is exactly twice as fast (96 : 32 matches 3 : 1 exactly).
+  for (std::size_t e = 1; e < r.results[0].epochs.size(); ++e) {
+    CHECK(r.results[1].epochs[e].time_s / r.results[0].epochs[e].time_s ==
+          doctest::Approx(2.0).epsilon(1e-3));
+  }
+  CHECK(r.speedup(r.results[1]) == 1.0);
+}
+
+TEST_CASE("Replay.Synthetic.GroundTruthAndCostsAreRecovered") {
+  const Spec spec = busy_spec();
+  const Trace t = parse_trace(synthesize(spec), "busy.jsonl");
+  CHECK(t.warnings.empty());
+  const Cluster truth = cluster_of(spec), read = cluster_from_trace(t);
+  REQUIRE(read.epochs() == truth.epochs());
+  CHECK(read.slowdowns.size() == 3);
+  for (int e = 0; e < truth.epochs(); ++e) {
+    for (std::size_t i = 0; i < 4; ++i) {
+      CAPTURE(e);
+      CAPTURE(i);
+      CHECK(read.base[static_cast<std::size_t>(e)][i] ==
+            doctest::Approx(truth.base[static_cast<std::size_t>(e)][i]).epsilon(1e-5));
+    }
+  }
+  CHECK(truth.base[0][2] != truth.base[1][2]);  // noise is drawn per epoch
+  const Fit f = fit_cost(t, read, {});
+  const CostModel want = cost_of(spec);
+  CHECK(f.cost.step_s() == doctest::Approx(want.step_s()).epsilon(1e-4));
+  const Replay r = replay(t, {});
+  CHECK(r.recorded == 0);
+  CHECK(std::fabs(r.error()) < 1e-4);
+  CHECK(r.results[0].epochs[2].plans.size() == t.epochs[2].plans.size());
+}
+
+TEST_CASE("Replay.Synthetic.StaticCostsSplitIntoAllreduceAndOverhead") {
+  json j = json::parse(R"({"epochs": 3, "policy": "static", "speeds": [1, 0.5, 0.25],
+                          "params": 690590, "latency_s": 2e-5, "bandwidth": 1e9,
+                          "overhead_s": 0.003})");
+  const Spec spec = parse_spec(j, "s.json");
+  const Trace t = parse_trace(synthesize(spec), "s.jsonl");
+  const Fit f = fit_cost(t, cluster_from_trace(t), {});
+  const CostModel want = cost_of(spec);
+  CHECK(f.cost.allreduce_s == doctest::Approx(want.allreduce_s).epsilon(1e-4));
+  CHECK(f.cost.overhead_s == doctest::Approx(0.003).epsilon(1e-3));
+  CHECK(f.cost.latency_s == kDefaultLatency);
+  CHECK(f.cost.bandwidth == doctest::Approx(1e9).epsilon(1e-3));
+  // A faster network, given: the model's allreduce replaces the measured one.
+  CostOptions faster;
+  faster.bandwidth = 1e10;
+  const Fit g = fit_cost(t, cluster_from_trace(t), faster);
+  CHECK(g.cost.allreduce_s == doctest::Approx(ring_allreduce_s(3, want.bytes, 2e-5, 1e10)));
+  CHECK(g.cost.overhead_s == doctest::Approx(f.cost.overhead_s));
+}
+
+TEST_CASE("Replay.Options.OverrideTheTracesSettings") {
+  const std::string text = synthesize(busy_spec());
+  ReplayOptions o;
+  o.policies = {"dbs"};
+  o.rebalance_every = 0;
+  const Replay r = replay(parse_trace(text, "busy.jsonl"), o);
+  CHECK(r.recorded == -1);  // not the recorded settings (the run re-planned every 5 steps)
+  CHECK(r.results[0].config.rebalance_every == 0);
+  for (const EpochRun& e : r.results[0].epochs) CHECK(e.plans.size() == 1);
+}

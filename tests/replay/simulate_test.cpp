@@ -1,0 +1,136 @@
+// The simulation engine against closed-form cases: step times, the short last step, slowdowns
+// at the agent's step boundaries, the per-step median, re-plans inside an epoch, determinism.
+#include "lib/replay/simulate.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+namespace {
+
+using namespace dbs::replay;
+
+// Two ranks at v0, v1 samples/s for `epochs` epochs of n samples in batches of b.
+Cluster two_ranks(double v0, double v1, int epochs = 3, std::int64_t n = 6000, int b = 128) {
+  Cluster c;
+  c.world = 2;
+  c.global_batch = b;
+  c.samples_per_epoch = n;
+  c.base.assign(static_cast<std::size_t>(epochs), {v0, v1});
+  return c;
+}
+
+SimConfig config(const std::string& policy, int rebalance_every = 0) {
+  SimConfig s;
+  s.policy = policy;
+  s.rebalance_every = rebalance_every;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Simulate.Static.StepTimeIsSlowestRankPlusCost") {
+  const Cluster c = two_ranks(1000, 250, 2, 6400, 128);  // 50 full steps
+  CostModel cost;
+  cost.allreduce_s = 0.002;
+  cost.overhead_s = 0.001;
+  const SimResult r = simulate(c, cost, config("static"));
+  REQUIRE(r.epochs.size() == 2);
+  CHECK(r.epochs[0].compute_s == doctest::Approx(50 * 64 / 250.0));
+  CHECK(r.epochs[0].time_s == doctest::Approx(50 * (64 / 250.0 + 0.003)));
+  CHECK(r.epochs[0].ideal_s == doctest::Approx(6400 / 1250.0 + 50 * 0.003));
+  CHECK(r.total_s == doctest::Approx(2 * r.epochs[0].time_s));
+  CHECK(r.changes == 0);
+  const auto& rep = r.epochs[0].reports;
+  CHECK(rep[0].samples == 3200);
+  CHECK(rep[1].compute_s == doctest::Approx(3200 / 250.0));
+  CHECK(rep[0].comm_s == doctest::Approx(50 * (64 / 250.0 - 64 / 1000.0 + 0.002)));
+  CHECK(rep[1].comm_s == doctest::Approx(50 * 0.002));
+  CHECK(rep[0].step_rate_median == doctest::Approx(1000));
+  CHECK(rep[1].steps == 50);
+}
+
+TEST_CASE("Simulate.Dbs.BalancesAfterOneEpochAndHalvesStepTime") {
+  const Cluster c = two_ranks(3000, 1000, 3, 6400, 128);
+  const SimResult r = simulate(c, CostModel{}, config("dbs"));
+  CHECK(r.epochs[0].plans[0].plan.batch == std::vector<int>{64, 64});
+  CHECK(r.epochs[1].plans[0].plan.batch == std::vector<int>{96, 32});
+  CHECK(r.epochs[1].changes == 1);
+  CHECK(r.epochs[2].changes == 0);
+  CHECK(r.epochs[1].time_s == doctest::Approx(r.epochs[0].time_s / 2));
+  CHECK(r.epochs[1].time_s == doctest::Approx(r.epochs[1].ideal_s));
+}
+
+TEST_CASE("Simulate.ShortLastStep.SplitInPlanProportions") {
+  // 6000 = 46 x 128 + 112: the last step splits 112 as 56 / 56 under static.
+  const Cluster c = two_ranks(1000, 500, 1, 6000, 128);
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  CHECK(r.epochs[0].reports[1].samples == 46 * 64 + 56);
+  CHECK(r.epochs[0].compute_s == doctest::Approx(46 * 64 / 500.0 + 56 / 500.0));
+  CHECK(r.epochs[0].reports[0].steps == 47);
+}
+
+TEST_CASE("Simulate.Slowdown.StartsAtTheAgentsStepAndMedianTakesIndexHalf") {
+  // 47 steps; from = 1.5 is active from the first step s with s / 47 >= 0.5, s = 24: 23 slow
+  // steps of 47, so the median (index 23 of the sorted rates) is still a fast one.
+  Cluster c = two_ranks(1000, 1000, 2, 6000, 128);
+  c.slowdowns.push_back({1, 3.0, 1.5, -1.0, "sleep"});
+  CHECK(rate_changes(c, 0) == std::vector<std::int64_t>{24});
+  CHECK(rates_at(c, 0, 23)[1] == 1000);
+  CHECK(rates_at(c, 0, 24)[1] == doctest::Approx(1000 / 3.0));
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  const auto& rep = r.epochs[0].reports[1];
+  CHECK(rep.compute_s ==
+        doctest::Approx(24 * 64 / 1000.0 + 22 * 64 * 3 / 1000.0 + 56 * 3 / 1000.0));
+  CHECK(rep.step_rate_median == doctest::Approx(1000));
+  CHECK(r.epochs[1].reports[1].step_rate_median == doctest::Approx(1000 / 3.0));
+}
+
+TEST_CASE("Simulate.Slowdown.StopsInsideAnEpoch") {
+  Cluster c = two_ranks(1000, 1000, 3, 6400, 128);  // 50 steps
+  c.slowdowns.push_back({0, 2.0, 1.5, 2.5, "sleep"});
+  CHECK(rate_changes(c, 0) == std::vector<std::int64_t>{25});
+  CHECK(rate_changes(c, 1) == std::vector<std::int64_t>{25});
+  CHECK(rate_changes(c, 2).empty());
+  CHECK(rates_at(c, 1, 24)[0] == doctest::Approx(500));
+  CHECK(rates_at(c, 1, 25)[0] == 1000);
+}
+
+TEST_CASE("Simulate.RebalanceEvery.ReplansInsideTheEpochAtMultiplesOfK") {
+  Cluster c = two_ranks(1000, 1000, 2, 6400, 128);  // 50 steps
+  c.slowdowns.push_back({1, 4.0, 1.2, -1.0, "sleep"});
+  const SimResult r = simulate(c, CostModel{}, config("dbs", 10));
+  const EpochRun& e = r.epochs[0];
+  REQUIRE(e.plans.size() >= 2);
+  for (std::size_t k = 1; k < e.plans.size(); ++k) {
+    CHECK(e.plans[k].step % 10 == 0);
+    CHECK(e.plans[k].source == "rebalance");
+  }
+  CHECK(e.replans == static_cast<int>(e.plans.size()) - 1);
+  CHECK(e.plans.back().plan.batch[1] < 64);
+  // Without re-plans inside the epoch the first epoch is slower.
+  const SimResult per_epoch = simulate(c, CostModel{}, config("dbs"));
+  CHECK(e.time_s < per_epoch.epochs[0].time_s);
+}
+
+TEST_CASE("Simulate.Deterministic") {
+  Cluster c = two_ranks(1234.5, 321.25, 5, 6000, 96);
+  c.slowdowns.push_back({0, 2.5, 2.3, 3.7, "sleep"});
+  CostModel cost;
+  cost.allreduce_s = 0.001;
+  cost.overhead_s = 0.0005;
+  const SimResult a = simulate(c, cost, config("dbs", 7));
+  const SimResult b = simulate(c, cost, config("dbs", 7));
+  CHECK(a.total_s == b.total_s);
+  for (std::size_t e = 0; e < a.epochs.size(); ++e) {
+    CHECK(a.epochs[e].plans.size() == b.epochs[e].plans.size());
+    CHECK(a.epochs[e].next == b.epochs[e].next);
+  }
+}
+
+TEST_CASE("Simulate.RingAllreduceModel") {
+  CHECK(ring_allreduce_s(1, 1e6, 1e-5, 1e9) == 0);
+  CHECK(ring_allreduce_s(2, 1e6, 1e-5, 1e9) == doctest::Approx(2 * 1e-5 + 1e6 / 1e9));
+  CHECK(ring_allreduce_s(4, 1e6, 0, 0) == 0);
+  CHECK(allreduce_bytes(690590, 2) == 4.0 * (690590 + 2 + 4));
+}
