@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "agents/daemon_planner.h"
 #include "agents/options.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/log.h"
@@ -44,7 +45,13 @@ int main(int argc, char** argv) {
               std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s)");
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
-    const train::RunResult result = train::run(opts.train, *comm, std::move(data));
+    std::unique_ptr<agent::DaemonPlanner> planner;
+    if (!opts.scheduler.address.empty())
+      planner = std::make_unique<agent::DaemonPlanner>(
+          opts.scheduler, *comm, opts.train.policy,
+          train::policy_config(opts.train, comm->size(), data.train.n));
+    const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
+    if (planner) planner->finish();
     if (comm->rank() == 0)
       std::printf("final: test accuracy %.2f%%, test loss %.4f, parameter L2 %.4f, sum %.4f\n",
                   100.0 * result.test_acc, result.test_loss, result.param_l2, result.param_sum);

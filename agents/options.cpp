@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/common/error.h"
+#include "lib/net/address.h"
 
 namespace dbs::agent {
 
@@ -47,6 +48,12 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--save-weights", c.save_weights, "write the final weights here (rank 0)");
   app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)");
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
+  SchedulerOptions& sc = o.scheduler;
+  app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER");
+  app.add_option("--token-file", sc.token_file, "the job token for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE");
+  app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB");
+  app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
     app.parse(argc, argv);
@@ -56,6 +63,10 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     c.progress = !no_progress;
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
+    if (!sc.address.empty()) {
+      net::parse_host_port(sc.address, "--scheduler");
+      if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
+    }
   } catch (const CLI::ParseError& e) {
     exit_code = app.exit(e);
     return false;

@@ -13,6 +13,7 @@ using Action = std::function<int()>;
 
 void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
 void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels
+void add_scheduler_command(CLI::App& app, Action& action);   // scheduler_bench.cpp
 void add_allreduce_command(CLI::App& app, Action& action);   // allreduce_bench.cpp
 void add_balance_command(CLI::App& app, Action& action);     // balance_bench.cpp
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   Action action;
   add_peak_command(app, action);
   add_train_commands(app, action);
+  add_scheduler_command(app, action);
   add_allreduce_command(app, action);
   add_balance_command(app, action);
   CLI11_PARSE(app, argc, argv);

@@ -1,17 +1,86 @@
-#include <cstdio>
-
+// `dbs-scheduler serve`: options, then the daemon until SIGINT/SIGTERM.
 #include "scheduler/command.h"
 
+#include <cstdio>
+#include <memory>
+
+#include "lib/common/error.h"
+#include "lib/common/log.h"
+#include "scheduler/serve/daemon.h"
+
 namespace dbs::scheduler {
+namespace {
+
+log::Level level_of(const std::string& s) {
+  if (s == "debug") return log::Level::debug;
+  if (s == "warning") return log::Level::warn;
+  if (s == "error") return log::Level::error;
+  return log::Level::info;
+}
+
+int serve(const ServeOptions& o) {
+  log::set_level(level_of(o.log_level));
+  log::set_tag("dbs-scheduler");
+  try {
+    Daemon daemon(o);
+    return daemon.run();
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "dbs-scheduler serve: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("serve", "the planning daemon (not built yet)");
-  cmd->callback([&action] {
-    action = [] {
-      std::fprintf(stderr, "dbs-scheduler serve: not built yet\n");
-      return 2;
-    };
-  });
+  auto o = std::make_shared<ServeOptions>();
+  auto* cmd = app.add_subcommand(
+      "serve",
+      "the planning daemon on the head node: agents register and report each epoch, it plans\n"
+      "with the same policy code the agents embed, journals every epoch and serves metrics.\n"
+      "Example: dbs-scheduler serve --listen 0.0.0.0:7070 --http 127.0.0.1:7071 \\\n"
+      "           --token-file /etc/dbs/token --state-dir /var/lib/dbs-scheduler");
+  cmd->add_option("--listen", o->listen, "ADDR:PORT agents connect to (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--http", o->http,
+                  "ADDR:PORT for /metrics, /status and the page at / (default: none)");
+  cmd->add_option("--token-file", o->token_file,
+                  "job token, a file only its owner may read (default: none, loopback only)")
+      ->envname("DBS_TOKEN_FILE");
+  cmd->add_option("--state-dir", o->state_dir,
+                  "journal and traces here; a restart continues from it (default: in memory)");
+  cmd->add_option("--report-timeout", o->report_timeout_s,
+                  "seconds after an epoch's first report to plan without the missing ranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--abandon-after", o->abandon_after_s,
+                  "seconds after which a running job with no rank connected is finished")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-timeout", o->idle_timeout_s, "seconds a registered agent may stay silent")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--hello-timeout", o->hello_timeout_s, "seconds a new connection has to register")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--line-timeout", o->line_timeout_s, "seconds to finish a started message")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-connections", o->max_connections, "agent connections at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-jobs", o->max_jobs, "running jobs at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-message", o->max_message, "bytes per message")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  cmd->add_option("--ready-file", o->ready_file,
+                  "once listening, write {\"listen\", \"http\", \"pid\"} here as JSON");
+  cmd->add_option("--log-level", o->log_level, "debug, info, warning or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  cmd->callback([&action, o] { action = [o] { return serve(*o); }; });
 }
 
 }  // namespace dbs::scheduler

@@ -1,0 +1,153 @@
+#include "lib/net/session.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "lib/net/address.h"
+#include "lib/net/session_manager.h"
+#include "lib/proto/codec.h"
+
+namespace dbs::net {
+
+LineSession::LineSession(tcp::socket socket, SessionHandler& handler, SessionManager& manager,
+                         const SessionLimits& limits, std::uint64_t id)
+    : socket_(std::move(socket)),
+      handler_(handler),
+      manager_(manager),
+      limits_(limits),
+      id_(id),
+      reader_(std::min(limits.max_message, limits.hello_max_message)),
+      idle_limit_s_(limits.hello_s),
+      last_line_(Clock::now()) {
+  error_code ec;
+  const auto remote = socket_.remote_endpoint(ec);
+  peer_ = ec ? "?" : to_string(remote);
+  socket_.set_option(tcp::no_delay(true), ec);
+}
+
+void LineSession::start() {
+  read();
+}
+
+void LineSession::read() {
+  socket_.async_read_some(asio::buffer(buffer_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                            if (self->closed_ || self->closing_) return;
+                            if (ec) {  // eof, reset, or operation_aborted at shutdown
+                              self->close();
+                              return;
+                            }
+                            if (self->consume(n)) self->read();
+                          });
+}
+
+bool LineSession::consume(std::size_t n) {
+  const bool had_partial = reader_.partial();
+  const bool ok = reader_.feed(std::string_view(buffer_.data(), n), [this](std::string_view line) {
+    last_line_ = Clock::now();
+    handler_.on_line(*this, line);
+    return open();
+  });
+  if (!ok) {
+    fail(proto::ErrorCode::too_long, reader_.too_long_message());
+    return false;
+  }
+  if (!open()) return false;
+  if (reader_.partial() && (!had_partial || last_line_ > partial_since_))
+    partial_since_ = Clock::now();
+  return true;
+}
+
+void LineSession::set_registered(double idle_s) {
+  idle_limit_s_ = idle_s;
+  reader_.set_max_line(limits_.max_message);
+}
+
+void LineSession::send(Message message) {
+  if (closed_ || closing_) return;
+  queued_bytes_ += message->size();
+  if (queued_bytes_ > limits_.max_queued) {  // the peer does not read: nothing to tell it
+    close();
+    return;
+  }
+  queue_.push_back(std::move(message));
+  if (!writing_now_) write();
+}
+
+void LineSession::send_and_close(Message message) {
+  send(std::move(message));
+  if (closed_ || closing_) return;
+  closing_ = true;
+  closing_since_ = Clock::now();
+  error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_receive, ec);
+  if (!writing_now_) close();
+}
+
+void LineSession::fail(proto::ErrorCode code, const std::string& message) {
+  send_and_close(std::make_shared<const std::string>(proto::encode_error(code, message)));
+}
+
+void LineSession::write() {
+  writing_now_ = true;
+  writing_.swap(queue_);
+  auto done = [self = shared_from_this()](const error_code& ec, std::size_t n) {
+    self->on_write(ec, n);
+  };
+  if (writing_.size() == 1) {
+    asio::async_write(socket_, asio::buffer(*writing_.front()), std::move(done));
+    return;
+  }
+  buffers_.clear();
+  for (const auto& m : writing_) buffers_.push_back(asio::buffer(*m));
+  asio::async_write(socket_, buffers_, std::move(done));
+}
+
+void LineSession::on_write(const error_code& ec, std::size_t n) {
+  writing_now_ = false;
+  writing_.clear();
+  queued_bytes_ -= std::min(queued_bytes_, n);
+  if (closed_) return;
+  if (ec) {
+    close();
+    return;
+  }
+  if (!queue_.empty()) {
+    write();
+  } else if (closing_) {
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    close();
+  }
+}
+
+void LineSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  error_code ignored;
+  socket_.close(ignored);
+  queue_.clear();
+  handler_.on_close(*this);
+  manager_.remove(this);
+}
+
+std::string LineSession::overdue(Clock::time_point now) const {
+  if (closed_ || closing_) return "";
+  const auto secs = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", s);
+    return std::string(buf);
+  };
+  if (reader_.partial() && now - partial_since_ > std::chrono::duration<double>(limits_.line_s))
+    return "message not completed within " + secs(limits_.line_s) + " s";
+  if (now - last_line_ > std::chrono::duration<double>(idle_limit_s_))
+    return "no message for " + secs(idle_limit_s_) + " s";
+  return "";
+}
+
+bool LineSession::closing_overdue(Clock::time_point now) const {
+  return closing_ && !closed_ &&
+         now - closing_since_ > std::chrono::duration<double>(limits_.close_s);
+}
+
+}  // namespace dbs::net

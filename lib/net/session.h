@@ -1,0 +1,89 @@
+// One accepted TCP connection speaking newline-delimited messages (the "connection" of Asio's
+// HTTP server example). Reads lines through proto::LineReader and hands each to the handler;
+// queues outgoing messages and writes everything queued in one gather write. Runs on one
+// io_context thread; no method may be called from another thread.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/net/asio.h"
+#include "lib/proto/framing.h"
+#include "lib/proto/protocol.h"
+
+namespace dbs::net {
+
+class LineSession;
+class SessionManager;
+
+// What the server does with a session's lines. Handlers never throw.
+class SessionHandler {
+ public:
+  virtual ~SessionHandler() = default;
+  virtual void on_line(LineSession& session, std::string_view line) = 0;
+  // The session is closed (by either side or a limit); called once, from the io thread.
+  virtual void on_close(LineSession& session) = 0;
+};
+
+struct SessionLimits {
+  std::size_t max_message = proto::kMaxMessage;  // bytes per line
+  std::size_t hello_max_message = 64 * 1024;     // bytes per line until set_registered()
+  double hello_s = 10;                 // idle limit until set_registered() (the register deadline)
+  double line_s = 10;                  // an unfinished line must be completed within this
+  double close_s = 2;                  // a closing session that cannot flush is cut after this
+  std::size_t max_queued = 64u << 20;  // bytes waiting to be written; more drops the peer
+};
+
+using Message = std::shared_ptr<const std::string>;
+
+class LineSession : public std::enable_shared_from_this<LineSession> {
+ public:
+  LineSession(tcp::socket socket, SessionHandler& handler, SessionManager& manager,
+              const SessionLimits& limits, std::uint64_t id);
+  LineSession(const LineSession&) = delete;
+  LineSession& operator=(const LineSession&) = delete;
+
+  void start();
+  void send(Message message);
+  // Sends `message` and closes once it is written (or after close_s).
+  void send_and_close(Message message);
+  // Sends an error message (proto::encode_error) and closes.
+  void fail(proto::ErrorCode code, const std::string& message);
+  void close();  // at once, dropping what is queued
+
+  std::uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }  // "127.0.0.1:50412"
+  bool open() const { return !closed_ && !closing_; }
+  // The peer authenticated: the idle limit becomes `idle_s` and lines may be max_message long.
+  void set_registered(double idle_s);
+
+  // For SessionManager's sweep: why the session must go ("" = fine), given the time now.
+  std::string overdue(Clock::time_point now) const;
+  bool closing_overdue(Clock::time_point now) const;
+
+ private:
+  void read();
+  bool consume(std::size_t n);  // feeds n bytes of buffer_; false once the session ended
+  void write();
+  void on_write(const error_code& ec, std::size_t n);
+
+  tcp::socket socket_;
+  SessionHandler& handler_;
+  SessionManager& manager_;
+  const SessionLimits& limits_;
+  std::uint64_t id_;
+  std::string peer_;
+  proto::LineReader reader_;
+  std::array<char, 4096> buffer_{};
+  std::vector<Message> queue_, writing_;
+  std::vector<asio::const_buffer> buffers_;
+  std::size_t queued_bytes_ = 0;
+  bool writing_now_ = false, closing_ = false, closed_ = false;
+  double idle_limit_s_;
+  Clock::time_point last_line_, partial_since_, closing_since_;
+};
+
+}  // namespace dbs::net

@@ -1,0 +1,173 @@
+#include "scheduler/serve/daemon.h"
+
+#include <unistd.h>
+
+#include <csignal>
+
+#include "lib/common/atomic_file.h"
+#include "lib/common/error.h"
+#include "lib/common/log.h"
+#include "lib/net/address.h"
+#include "lib/net/fd_limit.h"
+#include "lib/net/token.h"
+#include "lib/proto/codec.h"
+#include "scheduler/serve/state_dir.h"
+
+namespace dbs::scheduler {
+namespace {
+
+net::SessionLimits limits_of(const ServeOptions& o) {
+  net::SessionLimits l;
+  l.max_message = o.max_message;
+  l.hello_max_message = std::min<std::size_t>(o.max_message, 64 * 1024);
+  l.hello_s = o.hello_timeout_s;
+  l.line_s = o.line_timeout_s;
+  return l;
+}
+
+std::string token_of(const ServeOptions& o) {
+  return o.token_file.empty() ? "" : net::read_token_file(o.token_file);
+}
+
+void check_options(const ServeOptions& o) {
+  const auto positive = [](double v, const char* name) {
+    if (!(v > 0)) throw ConfigError(std::string(name) + " must be > 0");
+  };
+  positive(o.report_timeout_s, "--report-timeout");
+  positive(o.abandon_after_s, "--abandon-after");
+  positive(o.idle_timeout_s, "--idle-timeout");
+  positive(o.hello_timeout_s, "--hello-timeout");
+  positive(o.line_timeout_s, "--line-timeout");
+  if (o.max_connections == 0) throw ConfigError("--max-connections must be > 0");
+  if (o.max_jobs == 0) throw ConfigError("--max-jobs must be > 0");
+  if (o.max_message < 1024) throw ConfigError("--max-message must be >= 1024");
+}
+
+// The endpoint for `text`; without a token only loopback addresses are allowed.
+net::tcp::endpoint endpoint_of(net::asio::io_context& io, const std::string& text,
+                               const std::string& what, bool authenticated) {
+  const auto e = net::resolve_listen(io, net::parse_host_port(text, what), what);
+  if (!authenticated && !net::is_loopback(e.address()))
+    throw ConfigError(what + " " + text + " is not a loopback address; without --token-file " +
+                      "(or DBS_TOKEN_FILE) the daemon listens on loopback only");
+  return e;
+}
+
+}  // namespace
+
+Daemon::Daemon(const ServeOptions& options)
+    : options_((check_options(options), options)),
+      token_(token_of(options_)),
+      journal_(options_.state_dir, io_,
+               [this](const std::string&) {
+                 status_ = 1;
+                 stop();
+               }),
+      jobs_(io_, journal_, options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s),
+      handler_(jobs_, token_, options_.idle_timeout_s),
+      sessions_(io_, limits_of(options_)) {
+  const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
+  std::optional<net::tcp::endpoint> http;
+  if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", !token_.empty());
+  net::raise_fd_limit(options_.max_connections + 256);
+  if (!options_.state_dir.empty()) {
+    prepare_state_dir(options_.state_dir);
+    jobs_.restore(options_.state_dir);
+    journal_.start();
+  }
+  jobs_.start_sweeps();
+  listener_ = std::make_unique<net::Listener>(io_, agents, "--listen",
+                                              [this](net::tcp::socket s) { accept(std::move(s)); });
+  agent_endpoint_ = listener_->local_endpoint();
+  if (http) {
+    http_ = std::make_unique<HttpServer>(
+        io_, *http, [this](const std::string& p, const std::string& q) { return route(p, q); });
+    http_endpoint_ = http_->local_endpoint();
+  }
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.async_wait([this](const net::error_code& ec, int signal) {
+      if (ec) return;  // operation_aborted: stopping anyway
+      log::info(std::string("signal ") + (signal == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
+      shutdown();
+    });
+  }
+  write_ready_file();
+  log::info(
+      "listening for agents on " + net::to_string(agent_endpoint_) +
+      (http_endpoint_ ? ", HTTP on " + net::to_string(*http_endpoint_) : "") +
+      (token_.empty() ? " (no token: loopback only)" : " (token required)") +
+      (options_.state_dir.empty() ? ", state in memory only" : ", state in " + options_.state_dir));
+}
+
+Daemon::~Daemon() {
+  journal_.stop();
+}
+
+int Daemon::run() {
+  io_.run();
+  return status_;
+}
+
+void Daemon::stop() {
+  net::asio::post(io_, [this] { shutdown(); });
+}
+
+void Daemon::shutdown() {
+  if (stopping_.exchange(true)) return;
+  {
+    net::error_code ignored;
+    signals_.cancel(ignored);
+  }
+  listener_->stop();
+  if (http_) http_->stop();
+  jobs_.stop();
+  sessions_.stop_all();
+  journal_.stop();  // writes and syncs what is queued
+  io_.stop();
+  log::info("stopped");
+}
+
+void Daemon::accept(net::tcp::socket socket) {
+  if (stopping_) return;
+  auto session = sessions_.start(std::move(socket), handler_);
+  if (sessions_.size() > options_.max_connections) {
+    ++refused_;
+    session->fail(proto::ErrorCode::limit,
+                  "too many connections (limit " + std::to_string(options_.max_connections) + ")");
+  }
+}
+
+Stats Daemon::stats() const {
+  Stats s;
+  s.uptime_s = std::chrono::duration<double>(net::Clock::now() - started_).count();
+  s.connections = sessions_.size();
+  s.messages = handler_.messages();
+  s.rejected = handler_.rejected();
+  s.rejected[static_cast<std::size_t>(proto::ErrorCode::timeout)] += sessions_.timed_out();
+  s.rejected[static_cast<std::size_t>(proto::ErrorCode::limit)] += refused_;
+  s.refused = refused_;
+  s.journal_syncs = journal_.syncs();
+  s.report_timeout_s = options_.report_timeout_s;
+  return s;
+}
+
+HttpResponse Daemon::route(const std::string& path, const std::string&) {
+  if (path == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(jobs_, stats())};
+  if (path == "/status")
+    return {200, "application/json", render_status(jobs_, stats()).dump(2) + "\n"};
+  if (path == "/" || path == "/index.html")
+    return {200, "text/html; charset=utf-8", render_page(jobs_, stats())};
+  return {404, "text/plain; charset=utf-8", "not found: try /, /status or /metrics\n"};
+}
+
+void Daemon::write_ready_file() const {
+  if (options_.ready_file.empty()) return;
+  nlohmann::json j = {{"listen", net::to_string(agent_endpoint_)}, {"pid", ::getpid()}};
+  if (http_endpoint_) j["http"] = net::to_string(*http_endpoint_);
+  write_file_atomic(options_.ready_file, j.dump() + "\n");
+}
+
+}  // namespace dbs::scheduler

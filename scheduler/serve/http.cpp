@@ -1,0 +1,112 @@
+#include "scheduler/serve/http.h"
+
+#include <vector>
+
+namespace dbs::scheduler {
+
+using net::error_code;
+namespace asio = net::asio;
+
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(net::tcp::socket socket, HttpServer& server)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
+
+  void start() {
+    timer_.expires_after(std::chrono::seconds(5));
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (!ec) self->close();  // too slow
+    });
+    asio::async_read_until(
+        socket_, asio::dynamic_buffer(head_, 16384), "\r\n\r\n",
+        [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_head(ec); });
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+    server_.owned_.erase(shared_from_this());
+  }
+
+ private:
+  void on_head(const error_code& ec) {
+    if (closed_) return;
+    if (ec == asio::error::not_found) {  // head longer than the limit
+      respond({431, "text/plain; charset=utf-8", "request header too large\n"}, false);
+      return;
+    }
+    if (ec) {
+      close();
+      return;
+    }
+    // "GET /path?query HTTP/1.1"
+    const auto line_end = head_.find("\r\n");
+    const std::string line = head_.substr(0, line_end);
+    const auto sp1 = line.find(' '), sp2 = line.rfind(' ');
+    if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0) {
+      respond({400, "text/plain; charset=utf-8", "bad request\n"}, false);
+      return;
+    }
+    const std::string method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    if (method != "GET" && method != "HEAD") {
+      respond({405, "text/plain; charset=utf-8", "only GET and HEAD\n"}, false);
+      return;
+    }
+    const auto q = target.find('?');
+    HttpResponse r =
+        server_.router_(target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1));
+    respond(std::move(r), method == "HEAD");
+  }
+
+  void respond(HttpResponse r, bool head_only) {
+    const char* reason = r.status == 200   ? "OK"
+                         : r.status == 404 ? "Not Found"
+                         : r.status == 405 ? "Method Not Allowed"
+                         : r.status == 431 ? "Request Header Fields Too Large"
+                                           : "Bad Request";
+    out_ = "HTTP/1.1 " + std::to_string(r.status) + " " + reason +
+           "\r\nContent-Type: " + r.content_type +
+           "\r\nContent-Length: " + std::to_string(r.body.size()) +
+           "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+    if (!head_only) out_ += r.body;
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const error_code&, std::size_t) {
+                        error_code ignored;
+                        self->socket_.shutdown(net::tcp::socket::shutdown_both, ignored);
+                        self->close();
+                      });
+  }
+
+  net::tcp::socket socket_;
+  asio::steady_timer timer_;
+  HttpServer& server_;
+  std::string head_, out_;
+  bool closed_ = false;
+};
+
+HttpServer::HttpServer(asio::io_context& io, const net::tcp::endpoint& where, HttpRouter router,
+                       std::size_t max_connections)
+    : io_(io),
+      router_(std::move(router)),
+      max_connections_(max_connections),
+      listener_(io, where, "--http", [this](net::tcp::socket socket) {
+        if (owned_.size() >= max_connections_) {
+          error_code ignored;
+          socket.close(ignored);
+          return;
+        }
+        auto c = std::make_shared<HttpConnection>(std::move(socket), *this);
+        owned_.insert(c);
+        c->start();
+      }) {}
+
+void HttpServer::stop() {
+  listener_.stop();
+  std::vector<std::shared_ptr<HttpConnection>> all(owned_.begin(), owned_.end());
+  for (const auto& c : all) c->close();
+}
+
+}  // namespace dbs::scheduler

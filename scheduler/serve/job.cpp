@@ -1,0 +1,191 @@
+#include "scheduler/serve/job.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "lib/proto/codec.h"
+#include "lib/trace/trace.h"
+
+namespace dbs::scheduler {
+namespace {
+
+using nlohmann::json;
+
+std::string e1(std::int64_t epoch) {
+  return std::to_string(epoch + 1);
+}
+
+// "; no report from rank 1 within 30 s: planned from its last report"
+std::string missing_note(const std::vector<int>& missing, double timeout_s) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", timeout_s);
+  std::string ranks;
+  for (std::size_t i = 0; i < missing.size() && i < 8; ++i)
+    ranks += (i > 0 ? ", " : "") + std::to_string(missing[i]);
+  if (missing.size() > 8) ranks += " and " + std::to_string(missing.size() - 8) + " more";
+  const bool one = missing.size() == 1;
+  return std::string("; no report from rank") + (one ? " " : "s ") + ranks + " within " + secs +
+         " s: planned from " + (one ? "its" : "their") + " last report";
+}
+
+double rate(const policy::Report& r) {
+  return r.compute_s > 0 ? static_cast<double>(r.samples) / r.compute_s : 0.0;
+}
+
+}  // namespace
+
+Job::Job(std::string id, int world, proto::JobConfig config)
+    : id_(std::move(id)),
+      world_(world),
+      config_(std::move(config)),
+      policy_(policy::make_policy(config_.policy, config_.policy_config(world))),
+      initial_(policy_->initial()),
+      plan_(initial_),
+      pending_(static_cast<std::size_t>(world)),
+      last_(static_cast<std::size_t>(world)),
+      have_(static_cast<std::size_t>(world), 0),
+      hosts_(static_cast<std::size_t>(world)) {
+  for (auto& r : last_) r.epoch = -1;
+}
+
+Job::Accepted Job::add(const policy::Report& r) {
+  if (r.epoch < plan_.epoch - 1)
+    throw proto::ProtocolError(proto::ErrorCode::state, "report for epoch " + e1(r.epoch) +
+                                                            ", but job '" + id_ + "' is at epoch " +
+                                                            e1(plan_.epoch));
+  if (r.epoch == plan_.epoch - 1) return Accepted::duplicate;
+  if (r.epoch > plan_.epoch) {  // the agents ran epochs without us: follow them
+    plan_.epoch = r.epoch;
+    std::fill(have_.begin(), have_.end(), 0);
+    received_ = 0;
+  }
+  const auto i = static_cast<std::size_t>(r.rank);
+  if (have_[i]) return Accepted::pending;  // the first report of a rank counts
+  have_[i] = 1;
+  pending_[i] = r;
+  ++received_;
+  if (received_ == world_) return Accepted::complete;
+  return received_ == 1 ? Accepted::first : Accepted::pending;
+}
+
+EpochOutcome Job::plan(double timeout_s) {
+  EpochOutcome o;
+  o.epoch = plan_.epoch;
+  std::vector<policy::Report> all(static_cast<std::size_t>(world_));
+  for (int r = 0; r < world_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (have_[i]) {
+      all[i] = pending_[i];
+      o.reports.push_back(pending_[i]);
+      continue;
+    }
+    o.missing.push_back(r);
+    policy::Report stand_in = last_[i].epoch >= 0 ? last_[i] : policy::Report{};
+    if (last_[i].epoch < 0) stand_in.batch = plan_.batch[i];
+    stand_in.rank = r;
+    stand_in.epoch = plan_.epoch;
+    all[i] = stand_in;
+  }
+  // Plan from what the ranks ran: it differs from our plan after epochs on their own policy.
+  policy::Plan current = plan_;
+  if (o.missing.empty()) {
+    std::vector<int> ran(static_cast<std::size_t>(world_));
+    std::int64_t sum = 0;
+    for (const auto& r : all) {
+      ran[static_cast<std::size_t>(r.rank)] = r.batch;
+      sum += r.batch;
+    }
+    if (sum == config_.global_batch && ran != current.batch) {
+      current.batch = ran;
+      current.offset = policy::offsets_of(ran);
+    }
+  }
+  o.plan = policy_->next(current, all);
+  if (!o.missing.empty()) o.plan.reason += missing_note(o.missing, timeout_s);
+  o.policy_state = policy_->state();
+  return o;
+}
+
+void Job::commit(const EpochOutcome& o) {
+  if (!o.policy_state.empty()) policy_->set_state(o.policy_state);
+  EpochHistory h;
+  h.epoch = o.epoch;
+  h.batch.assign(static_cast<std::size_t>(world_), 0);
+  h.throughput.assign(static_cast<std::size_t>(world_), 0.0);
+  double samples = 0, sum_v = 0, slowest = 0;
+  for (const auto& r : o.reports) {
+    const auto i = static_cast<std::size_t>(r.rank);
+    last_[i] = r;
+    h.batch[i] = r.batch;
+    h.throughput[i] = rate(r);
+    samples += static_cast<double>(r.samples);
+    sum_v += h.throughput[i];
+    slowest = std::max(slowest, r.compute_s + r.comm_s);
+  }
+  if (o.missing.empty() && sum_v > 0 && slowest > 0) h.efficiency = samples / sum_v / slowest;
+  if (history_.size() == kHistory) history_.erase(history_.begin());
+  history_.push_back(std::move(h));
+  reports_ += static_cast<std::int64_t>(o.reports.size());
+  ++plans_;
+  changes_ += o.plan.changed ? 1 : 0;
+  timeouts_ += o.missing.empty() ? 0 : 1;
+  plan_ = o.plan;
+  std::fill(have_.begin(), have_.end(), 0);
+  received_ = 0;
+}
+
+json outcome_json(const std::string& job, const EpochOutcome& o,
+                  const std::vector<std::string>& hosts) {
+  json reports = json::array();
+  for (const auto& r : o.reports) {
+    json j = proto::report_json(r);
+    j["host"] = hosts[static_cast<std::size_t>(r.rank)];
+    reports.push_back(std::move(j));
+  }
+  return {{"type", "epoch"},        {"job", job},           {"epoch", o.epoch + 1},
+          {"reports", reports},     {"missing", o.missing}, {"plan", proto::plan_json(o.plan)},
+          {"state", o.policy_state}};
+}
+
+EpochOutcome outcome_from_json(const json& j, int world) {
+  const auto bad = [](const std::string& why) {
+    throw proto::ProtocolError(proto::ErrorCode::invalid, "epoch record: " + why);
+  };
+  if (!j.contains("epoch") || !j["epoch"].is_number_integer() || j["epoch"].get<std::int64_t>() < 1)
+    bad("no valid 'epoch'");
+  EpochOutcome o;
+  o.epoch = j["epoch"].get<std::int64_t>() - 1;
+  if (!j.contains("reports") || !j["reports"].is_array()) bad("no 'reports' array");
+  for (const auto& r : j["reports"]) {
+    o.reports.push_back(proto::report_from_json(r));
+    if (o.reports.back().rank >= world)
+      bad("report of rank " + std::to_string(o.reports.back().rank));
+  }
+  if (!j.contains("missing") || !j["missing"].is_array()) bad("no 'missing' array");
+  for (const auto& m : j["missing"]) {
+    if (!m.is_number_integer() || m.get<int>() < 0 || m.get<int>() >= world) bad("bad 'missing'");
+    o.missing.push_back(m.get<int>());
+  }
+  if (!j.contains("plan")) bad("no 'plan'");
+  o.plan = proto::plan_from_json(j["plan"]);
+  if (o.plan.world() != world) bad("plan of " + std::to_string(o.plan.world()) + " ranks");
+  if (!j.contains("state") || !j["state"].is_array()) bad("no 'state' array");
+  for (const auto& x : j["state"]) {
+    if (!x.is_number()) bad("bad 'state'");
+    o.policy_state.push_back(x.get<double>());
+  }
+  return o;
+}
+
+std::string trace_lines(const EpochOutcome& o, const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const auto& r : o.reports) {
+    out += trace::rank_record(r, hosts[static_cast<std::size_t>(r.rank)]).dump();
+    out += '\n';
+  }
+  out += trace::plan_record(o.plan, 0, "daemon").dump();
+  out += '\n';
+  return out;
+}
+
+}  // namespace dbs::scheduler

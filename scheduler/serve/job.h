@@ -1,0 +1,90 @@
+// One job's planning state in the daemon, without I/O: the plan of the epoch its ranks run now,
+// the reports received for it, each rank's last report, the policy (the same code the agents
+// embed) and what the status page shows. The daemon journals each EpochOutcome and applies it
+// with commit(); recovery applies the journalled outcomes the same way, so a restarted daemon
+// continues exactly where the journal ends.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lib/policy/policy.h"
+#include "lib/proto/messages.h"
+
+namespace dbs::scheduler {
+
+// One planned epoch: what the journal records and the trace shows.
+struct EpochOutcome {
+  std::int64_t epoch = 0;               // the reported epoch (0-based)
+  std::vector<policy::Report> reports;  // received ones, by rank
+  std::vector<int> missing;             // ranks planned from their last report
+  policy::Plan plan;                    // the plan of epoch + 1
+  std::vector<double> policy_state;     // after planning
+};
+
+// What the status page charts: one row per planned epoch.
+struct EpochHistory {
+  std::int64_t epoch = 0;          // 0-based
+  std::vector<int> batch;          // per rank, what it ran with (0 = no report)
+  std::vector<double> throughput;  // per rank, samples / compute_s (0 = no report)
+  double efficiency = 0;           // 0 = not every rank reported
+};
+
+class Job {
+ public:
+  enum class Accepted { first, pending, complete, duplicate };
+  static constexpr std::size_t kHistory = 1000;  // epochs kept for the charts
+
+  // Throws ConfigError when the policy spec or config is invalid.
+  Job(std::string id, int world, proto::JobConfig config);
+
+  // A validated report of rank r (0 <= r < world). Throws ProtocolError(state) for an epoch
+  // older than the one just planned. A report of a later epoch than expected moves the job
+  // to it (the agents ran epochs on their own policy); reports for the old epoch are dropped.
+  Accepted add(const policy::Report& report);
+  bool has_pending() const { return received_ > 0; }
+  // The plan of the next epoch from the reports received (missing ranks use their last
+  // report; timeout_s is named in the reason). Advances the policy; the caller journals the
+  // outcome and passes it to commit(), which applies it to the rest of the job.
+  EpochOutcome plan(double timeout_s);
+  void commit(const EpochOutcome& outcome);
+
+  const std::string& id() const { return id_; }
+  int world() const { return world_; }
+  const proto::JobConfig& config() const { return config_; }
+  const policy::Plan& current() const { return plan_; }  // the plan of the running epoch
+  const policy::Plan& initial() const { return initial_; }
+  std::int64_t reports() const { return reports_; }  // reports planned from
+  std::int64_t plans() const { return plans_; }
+  std::int64_t changes() const { return changes_; }
+  std::int64_t timeouts() const { return timeouts_; }
+  const std::vector<EpochHistory>& history() const { return history_; }
+  const std::vector<policy::Report>& last_reports() const { return last_; }  // epoch -1 = none
+  void set_host(int rank, const std::string& host) {
+    hosts_[static_cast<std::size_t>(rank)] = host;
+  }
+  const std::vector<std::string>& hosts() const { return hosts_; }
+
+ private:
+  std::string id_;
+  int world_;
+  proto::JobConfig config_;
+  std::unique_ptr<policy::Policy> policy_;
+  policy::Plan initial_, plan_;
+  std::vector<policy::Report> pending_, last_;
+  std::vector<char> have_;
+  int received_ = 0;
+  std::vector<std::string> hosts_;
+  std::vector<EpochHistory> history_;
+  std::int64_t reports_ = 0, plans_ = 0, changes_ = 0, timeouts_ = 0;
+};
+
+// Journal and trace forms of an outcome (the journal's "epoch" record; lib/trace records).
+nlohmann::json outcome_json(const std::string& job, const EpochOutcome& outcome,
+                            const std::vector<std::string>& hosts);
+EpochOutcome outcome_from_json(const nlohmann::json& record, int world);  // throws ProtocolError
+std::string trace_lines(const EpochOutcome& outcome, const std::vector<std::string>& hosts);
+
+}  // namespace dbs::scheduler

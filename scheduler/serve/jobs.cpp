@@ -1,0 +1,259 @@
+#include "scheduler/serve/jobs.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "lib/common/error.h"
+#include "lib/common/log.h"
+#include "lib/proto/checks.h"
+#include "lib/proto/codec.h"
+#include "lib/trace/trace.h"
+#include "scheduler/serve/state_dir.h"
+
+namespace dbs::scheduler {
+namespace {
+
+using proto::ErrorCode;
+using proto::ProtocolError;
+
+net::Message plan_message(const Job& job) {
+  return std::make_shared<const std::string>(
+      proto::encode(proto::PlanMsg{job.id(), job.current()}));
+}
+
+}  // namespace
+
+LiveJob::LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j)
+    : job(std::move(j)),
+      sessions(static_cast<std::size_t>(job->world()), nullptr),
+      done(static_cast<std::size_t>(job->world()), 0),
+      timer(io) {}
+
+int LiveJob::connected() const {
+  int n = 0;
+  for (const auto* s : sessions) n += s != nullptr ? 1 : 0;
+  return n;
+}
+
+std::string trace_start(const Job& job) {
+  nlohmann::json config = proto::config_json(job.config());
+  config["job"] = job.id();
+  config["world"] = job.world();
+  config["recorder"] = "dbs-scheduler serve";
+  return trace::header(config).dump() + "\n" +
+         trace::plan_record(job.initial(), 0, "initial").dump() + "\n";
+}
+
+JobTable::JobTable(net::asio::io_context& io, Journal& journal, double report_timeout_s,
+                   std::size_t max_jobs, double abandon_after_s)
+    : io_(io),
+      journal_(journal),
+      report_timeout_s_(report_timeout_s),
+      max_jobs_(max_jobs),
+      abandon_after_s_(abandon_after_s),
+      sweep_(io) {}
+
+void JobTable::start_sweeps() {
+  sweep_.expires_after(std::chrono::duration_cast<net::Clock::duration>(
+      std::chrono::duration<double>(std::min(60.0, abandon_after_s_ / 4))));
+  sweep_.async_wait([this](const net::error_code& ec) {
+    if (ec) return;  // stopping
+    sweep();
+    start_sweeps();
+  });
+}
+
+void JobTable::sweep() {
+  const auto now = net::Clock::now();
+  const auto limit = std::chrono::duration<double>(abandon_after_s_);
+  std::vector<std::string> abandoned;
+  for (const auto& [id, live] : jobs_)
+    if (!live->finished && live->connected() == 0 && now - live->last_seen > limit)
+      abandoned.push_back(id);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", abandon_after_s_);
+  for (const auto& id : abandoned)
+    finish(*jobs_.at(id), std::string("abandoned: no rank connected for ") + secs + " s");
+}
+
+LiveJob& JobTable::create(const proto::RegisterMsg& m) {
+  if (!m.config) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
+  if (running() >= max_jobs_)
+    throw ProtocolError(ErrorCode::limit,
+                        "too many jobs (limit " + std::to_string(max_jobs_) + ")");
+  std::unique_ptr<Job> job;
+  try {
+    job = std::make_unique<Job>(m.job, m.world, *m.config);
+  } catch (const ConfigError& e) {
+    throw ProtocolError(ErrorCode::invalid, e.what());
+  }
+  auto& live = *(jobs_[m.job] = std::make_unique<LiveJob>(io_, std::move(job)));
+  const nlohmann::json record = {{"type", "job"},
+                                 {"job", m.job},
+                                 {"world", m.world},
+                                 {"config", proto::config_json(*m.config)},
+                                 {"initial", proto::plan_json(live.job->initial())}};
+  Journal::Entry e;
+  e.line = record.dump() + "\n";
+  e.job = m.job;
+  e.trace = trace_start(*live.job);
+  e.new_trace = true;
+  e.done = deliver(m.job, plan_message(*live.job), live.job->current().epoch);
+  journal_.append(std::move(e));
+  log::info("job '" + m.job + "' created: " + std::to_string(m.world) + " ranks, policy " +
+            m.config->policy + ", global batch " + std::to_string(m.config->global_batch));
+  return live;
+}
+
+void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& m, Peer& peer,
+                           double idle_s) {
+  const auto it = jobs_.find(m.job);
+  LiveJob& live = it == jobs_.end() ? create(m) : *it->second;
+  if (it != jobs_.end()) {
+    if (live.finished) throw ProtocolError(ErrorCode::state, "job '" + m.job + "' has finished");
+    proto::check_join(m.job, live.job->world(), live.job->config(), m);
+  }
+  auto& slot = live.sessions[static_cast<std::size_t>(m.rank)];
+  if (slot != nullptr && slot != &session) {
+    net::LineSession* old = slot;
+    slot = nullptr;
+    old->fail(ErrorCode::conflict, "replaced by a newer connection of rank " +
+                                       std::to_string(m.rank) + " of job '" + m.job + "'");
+  }
+  slot = &session;
+  live.last_seen = net::Clock::now();
+  live.job->set_host(m.rank, m.host);
+  peer = {m.job, m.rank};
+  session.set_registered(idle_s);
+  if (live.plan_msg) session.send(live.plan_msg);
+}
+
+void JobTable::on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m) {
+  const auto it = jobs_.find(m.job);
+  if (it == jobs_.end()) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
+  if (m.job != peer.job)
+    throw ProtocolError(
+        ErrorCode::state,
+        "report for job '" + m.job + "' on a connection registered for job '" + peer.job + "'");
+  LiveJob& live = *it->second;
+  proto::check_rank(m.report.rank, live.job->world());
+  if (m.report.rank != peer.rank)
+    throw ProtocolError(ErrorCode::state, "report for rank " + std::to_string(m.report.rank) +
+                                              " on a connection registered as rank " +
+                                              std::to_string(peer.rank));
+  if (live.finished) throw ProtocolError(ErrorCode::state, "job '" + m.job + "' has finished");
+  switch (live.job->add(m.report)) {
+    case Job::Accepted::first:
+      arm_timeout(live);
+      break;
+    case Job::Accepted::pending:
+      break;
+    case Job::Accepted::complete:
+      live.timer.cancel();
+      plan_epoch(live);
+      break;
+    case Job::Accepted::duplicate:  // a resend after a reconnect: the plan made from it
+      if (live.plan_msg && live.durable_epoch == live.job->current().epoch)
+        session.send(live.plan_msg);
+      break;
+  }
+}
+
+void JobTable::arm_timeout(LiveJob& live) {
+  live.timer.expires_after(std::chrono::duration_cast<net::Clock::duration>(
+      std::chrono::duration<double>(report_timeout_s_)));
+  live.timer.async_wait(
+      [this, id = live.job->id(), epoch = live.job->current().epoch](const net::error_code& ec) {
+        if (ec) return;  // cancelled: planned in time, or shutting down
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end() || it->second->finished) return;
+        LiveJob& l = *it->second;
+        if (!l.job->has_pending() || l.job->current().epoch != epoch) return;
+        plan_epoch(l);
+      });
+}
+
+void JobTable::plan_epoch(LiveJob& live) {
+  Job& job = *live.job;
+  EpochOutcome o = job.plan(report_timeout_s_);
+  job.commit(o);
+  if (!o.missing.empty())
+    log::warn("job '" + job.id() + "' epoch " + std::to_string(o.epoch + 1) + " planned at the " +
+              "report timeout: " + o.plan.reason);
+  log::debug("job '" + job.id() + "' epoch " + std::to_string(o.plan.epoch + 1) + ": " +
+             o.plan.reason);
+  const auto msg =
+      std::make_shared<const std::string>(proto::encode(proto::PlanMsg{job.id(), o.plan}));
+  const std::int64_t planned = o.plan.epoch;
+  Journal::Entry e;
+  if (journal_.enabled()) {  // without a state directory there is nothing to write
+    e.job = job.id();
+    auto shared = std::make_shared<const std::pair<EpochOutcome, std::vector<std::string>>>(
+        std::move(o), job.hosts());
+    e.render_line = [shared](Journal::Entry& entry) {
+      entry.line = outcome_json(entry.job, shared->first, shared->second).dump() + "\n";
+    };
+    e.render_trace = [shared](Journal::Entry& entry) {
+      entry.trace = trace_lines(shared->first, shared->second);
+    };
+  }
+  e.done = deliver(job.id(), msg, planned);
+  journal_.append(std::move(e));
+}
+
+std::function<void()> JobTable::deliver(const std::string& job, net::Message msg,
+                                        std::int64_t epoch) {
+  return [this, job, msg = std::move(msg), epoch] {
+    const auto it = jobs_.find(job);
+    if (it == jobs_.end()) return;
+    LiveJob& live = *it->second;
+    live.plan_msg = msg;
+    live.durable_epoch = epoch;
+    for (auto* s : live.sessions)
+      if (s != nullptr) s->send(msg);
+  };
+}
+
+void JobTable::on_goodbye(const Peer& peer, bool done) {
+  const auto it = jobs_.find(peer.job);
+  if (it == jobs_.end() || !done || it->second->finished) return;
+  LiveJob& live = *it->second;
+  live.done[static_cast<std::size_t>(peer.rank)] = 1;
+  for (const char d : live.done)
+    if (!d) return;
+  finish(live, "finished");
+}
+
+void JobTable::finish(LiveJob& live, const std::string& why) {
+  live.finished = true;
+  live.timer.cancel();
+  const std::string id = live.job->id();
+  const nlohmann::json record = {{"type", "finished"}, {"job", id}};
+  Journal::Entry e;
+  e.line = record.dump() + "\n";
+  e.job = id;
+  e.end_trace = true;
+  journal_.append(std::move(e));
+  log::info("job '" + id + "' " + why + " after " + std::to_string(live.job->plans()) +
+            " planned epochs");
+  finished_.push_back(id);
+  if (finished_.size() > kFinishedKept) {
+    jobs_.erase(finished_.front());
+    finished_.pop_front();
+  }
+}
+
+void JobTable::on_close(net::LineSession& session, const Peer& peer) {
+  const auto it = jobs_.find(peer.job);
+  if (it == jobs_.end() || peer.rank < 0) return;
+  auto& slot = it->second->sessions[static_cast<std::size_t>(peer.rank)];
+  if (slot == &session) slot = nullptr;
+  it->second->last_seen = net::Clock::now();
+}
+
+void JobTable::stop() {
+  sweep_.cancel();
+  for (auto& [id, live] : jobs_) live->timer.cancel();
+}
+
+}  // namespace dbs::scheduler

@@ -1,0 +1,28 @@
+// dbs-scheduler serve's options: one struct, parsed once (command.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace dbs::scheduler {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:7070";  // agents connect here (ADDR:PORT; port 0 = any)
+  std::string http;                       // /metrics, /status and / here; empty = no HTTP
+  std::string token_file;                 // job token; empty = no authentication, loopback only
+  std::string state_dir;                  // journal and traces; empty = in memory only
+  std::string ready_file;                 // write the bound addresses here (JSON) once listening
+  double report_timeout_s = 5;            // plan an epoch this long after its first report
+                                          // (below the agents' --scheduler-timeout, 10 s)
+  double abandon_after_s = 86400;         // finish a running job no rank was connected to this long
+  double idle_timeout_s = 120;            // drop a registered agent silent this long
+  double hello_timeout_s = 10;            // a new connection must register within this
+  double line_timeout_s = 10;             // an unfinished message must complete within this
+  std::size_t max_connections = 10000;    // agent connections at once
+  std::size_t max_jobs = 1000;            // running jobs at once
+  std::size_t max_message = 1 << 20;      // bytes per message
+  std::string log_level = "info";         // debug | info | warning | error
+  bool handle_signals = true;             // stop on SIGINT/SIGTERM (off for in-process use)
+};
+
+}  // namespace dbs::scheduler

@@ -1,0 +1,35 @@
+// What the HTTP endpoints show: /metrics (Prometheus text format 0.0.4), /status (JSON) and /
+// (an HTML page with a table per job and inline-SVG charts; no network needed to view it).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scheduler/serve/jobs.h"
+
+namespace dbs::scheduler {
+
+struct Stats {
+  double uptime_s = 0;
+  std::size_t connections = 0;               // agent connections open now
+  std::uint64_t messages = 0;                // agent messages received
+  std::array<std::uint64_t, 12> rejected{};  // by proto::ErrorCode, time limits included
+  std::uint64_t refused = 0;                 // connections refused over the limit
+  std::uint64_t journal_syncs = 0;
+  double report_timeout_s = 0;
+};
+
+std::string render_metrics(const JobTable& jobs, const Stats& stats);
+nlohmann::json render_status(const JobTable& jobs, const Stats& stats);
+std::string render_page(const JobTable& jobs, const Stats& stats);
+
+// An SVG line chart, one line per series, x = epochs (1-based). Well-formed XML; text escaped.
+std::string svg_chart(const std::string& title, const std::string& unit,
+                      const std::vector<std::int64_t>& epochs,
+                      const std::vector<std::vector<double>>& series,
+                      const std::vector<std::string>& names);
+std::string escape_xml(const std::string& text);
+
+}  // namespace dbs::scheduler

@@ -1,0 +1,231 @@
+// lib/proto codec: every message round-trips, and every rejection has its exact message.
+#include "lib/proto/codec.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace {
+
+using namespace dbs::proto;
+
+dbs::policy::Report sample_report() {
+  dbs::policy::Report r;
+  r.rank = 1;
+  r.epoch = 4;
+  r.batch = 61;
+  r.samples = 7808;
+  r.steps = 128;
+  r.compute_s = 1.2345678901234567;
+  r.comm_s = 0.1;
+  r.step_rate_median = 6400.5;
+  return r;
+}
+
+dbs::policy::Plan sample_plan() {
+  dbs::policy::Plan p;
+  p.epoch = 3;
+  p.global_batch = 128;
+  p.batch = {85, 43};
+  p.offset = {0, 85};
+  p.throughput = {5000.25, 2512.125};
+  p.predicted_epoch_s = 1.376;
+  p.ideal_epoch_s = 1.3333333333333333;
+  p.changed = true;
+  p.reason = "rebalanced: \"quotes\" and \\ and unicode \xc3\xa9";
+  return p;
+}
+
+// The ProtocolError of decoding `line`, as "code: message".
+std::string rejection(const std::string& line) {
+  try {
+    decode(line);
+  } catch (const ProtocolError& e) {
+    return std::string(name(e.code())) + ": " + e.what();
+  }
+  return "accepted";
+}
+
+std::string report_with(const std::string& field, const std::string& value) {
+  nlohmann::json j = nlohmann::json::parse(encode(ReportMsg{"job-1", sample_report()}));
+  if (value.empty()) {
+    j.erase(field);
+  } else {
+    j[field] = nlohmann::json::parse(value);
+  }
+  return j.dump();
+}
+
+template <typename T>
+void round_trips(const T& message) {
+  const std::string line = encode(message);
+  REQUIRE(line.back() == '\n');
+  CHECK(line.find('\n') == line.size() - 1);
+  const Message back = decode(std::string_view(line).substr(0, line.size() - 1));
+  REQUIRE(std::holds_alternative<T>(back));
+  CHECK(std::get<T>(back) == message);
+}
+
+}  // namespace
+
+TEST_CASE("Proto.RoundTrip.EveryMessage") {
+  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", JobConfig{}};
+  reg.config->policy = "fixed:32,32,32,32";
+  reg.config->samples_per_epoch = 60000;
+  round_trips(reg);
+  RegisterMsg join = reg;
+  join.config.reset();
+  round_trips(join);
+  round_trips(ReportMsg{"job-1", sample_report()});
+  round_trips(PlanMsg{"job-1", sample_plan()});
+  round_trips(ErrorMsg{"auth", "invalid token"});
+  round_trips(HeartbeatMsg{});
+  round_trips(GoodbyeMsg{true});
+  round_trips(GoodbyeMsg{false});
+}
+
+TEST_CASE("Proto.RoundTrip.ExtremeNumbersSurviveExactly") {
+  dbs::policy::Report r = sample_report();
+  r.compute_s = 5e-324;
+  r.comm_s = std::numeric_limits<double>::max();
+  r.samples = std::numeric_limits<std::int64_t>::max();
+  round_trips(ReportMsg{"j", r});
+}
+
+TEST_CASE("Proto.Encode.ControlCharactersStayInsideOneLine") {
+  dbs::policy::Plan p = sample_plan();
+  p.reason = "line\nbreak\ttab\x01\x1f end";
+  const std::string line = encode(PlanMsg{"j", p});
+  CHECK(line.find('\n') == line.size() - 1);
+  CHECK(line.find("line\\u000abreak\\u0009tab\\u0001\\u001f end") != std::string::npos);
+  round_trips(PlanMsg{"j", p});
+}
+
+TEST_CASE("Proto.Encode.EpochsCountFromOneOnTheWire") {
+  const auto j = nlohmann::json::parse(encode(ReportMsg{"j", sample_report()}));
+  CHECK(j["epoch"] == 5);
+  CHECK(j["v"] == kVersion);
+  CHECK(j["type"] == "report");
+  CHECK(nlohmann::json::parse(encode(PlanMsg{"j", sample_plan()}))["epoch"] == 4);
+}
+
+TEST_CASE("Proto.Decode.UnknownFieldsAreIgnored") {
+  CHECK(rejection(R"({"v":1,"type":"heartbeat","extra":[1,2,{"x":null}]})") == "accepted");
+}
+
+TEST_CASE("Proto.Reject.MalformedJson") {
+  CHECK(rejection("{\"v\":1,") == "malformed: malformed JSON at byte 8");
+  CHECK(rejection("nonsense") == "malformed: malformed JSON at byte 2");
+  CHECK(rejection("{\"v\":1} trailing") == "malformed: malformed JSON at byte 11");
+  CHECK(rejection("{\"v\":1e400}") == "malformed: malformed JSON: number out of range");
+  CHECK(rejection("{\"s\":\"\xff\"}") == "malformed: malformed JSON at byte 7");
+  CHECK(rejection("[1,2]") == "malformed: message is not a JSON object");
+  CHECK(rejection("42") == "malformed: message is not a JSON object");
+}
+
+TEST_CASE("Proto.Reject.VersionAndType") {
+  CHECK(rejection(R"({"type":"heartbeat"})") == "invalid: missing field 'v'");
+  CHECK(rejection(R"({"v":"1","type":"heartbeat"})") ==
+        "invalid: field 'v' must be an integer, got string");
+  CHECK(rejection(R"({"v":2,"type":"heartbeat"})") ==
+        "version: unsupported protocol version 2 (expected 1)");
+  CHECK(rejection(R"({"v":0,"type":"heartbeat"})") ==
+        "version: unsupported protocol version 0 (expected 1)");
+  CHECK(rejection(R"({"v":1})") == "invalid: missing field 'type'");
+  CHECK(rejection(R"({"v":1,"type":7})") == "invalid: field 'type' must be a string, got 7");
+  CHECK(rejection(R"({"v":1,"type":"hello"})") == "unknown_type: unknown message type 'hello'");
+  CHECK(rejection(R"({"v":1,"type":"<script>"})") == "unknown_type: unknown message type");
+}
+
+TEST_CASE("Proto.Reject.WrongTypes") {
+  CHECK(rejection(report_with("rank", "\"1\"")) ==
+        "invalid: field 'rank' must be an integer, got string");
+  CHECK(rejection(report_with("rank", "1.5")) ==
+        "invalid: field 'rank' must be an integer, got 1.5");
+  CHECK(rejection(report_with("samples", "true")) ==
+        "invalid: field 'samples' must be an integer, got boolean");
+  CHECK(rejection(report_with("compute_s", "\"fast\"")) ==
+        "invalid: field 'compute_s' must be a finite number >= 0, got string");
+  CHECK(rejection(report_with("job", "[]")) == "invalid: field 'job' must be a string, got array");
+  CHECK(rejection(R"({"v":1,"type":"goodbye","done":1})") ==
+        "invalid: field 'done' must be a boolean, got 1");
+}
+
+TEST_CASE("Proto.Reject.MissingFields") {
+  for (const char* f : {"job", "rank", "epoch", "batch", "samples", "steps", "compute_s", "comm_s",
+                        "step_rate_median"}) {
+    CAPTURE(f);
+    CHECK(rejection(report_with(f, "")) == std::string("invalid: missing field '") + f + "'");
+  }
+}
+
+TEST_CASE("Proto.Reject.NanAndNegativeTimes") {
+  // JSON has no NaN: an encoder writes null, which is refused.
+  dbs::policy::Report r = sample_report();
+  r.compute_s = std::nan("");
+  const std::string nan_line = encode(ReportMsg{"j", r});
+  CHECK(rejection(nan_line.substr(0, nan_line.size() - 1)) ==
+        "invalid: field 'compute_s' must be a finite number >= 0, got null");
+  CHECK(rejection(report_with("comm_s", "-0.5")) ==
+        "invalid: field 'comm_s' must be a finite number >= 0, got -0.5");
+  CHECK(rejection(report_with("step_rate_median", "-1")) ==
+        "invalid: field 'step_rate_median' must be a finite number >= 0, got -1");
+  CHECK(rejection(report_with("samples", "-3")) ==
+        "invalid: field 'samples' must be an integer >= 0, got -3");
+  CHECK(rejection(report_with("epoch", "0")) ==
+        "invalid: field 'epoch' must be an integer >= 1, got 0");
+}
+
+TEST_CASE("Proto.Reject.RegisterFields") {
+  const auto reg = [](const std::string& rank, const std::string& world, const std::string& job) {
+    return R"({"v":1,"type":"register","job":)" + job + R"(,"token":"t","rank":)" + rank +
+           R"(,"world":)" + world + R"(,"host":"h"})";
+  };
+  CHECK(rejection(reg("2", "2", "\"j\"")) == "invalid: rank 2 out of range for a job of 2 ranks");
+  CHECK(rejection(reg("-1", "2", "\"j\"")) ==
+        "invalid: field 'rank' must be an integer in [0, 2147483647], got -1");
+  CHECK(rejection(reg("0", "0", "\"j\"")) ==
+        "invalid: field 'world' must be an integer in [1, 1000000], got 0");
+  CHECK(rejection(reg("0", "1", "\"../etc\"")) ==
+        "invalid: field 'job' must be 1 to 64 of A-Z a-z 0-9 . _ - and not start with '.'");
+  CHECK(rejection(reg("0", "1", "\"\"")) ==
+        "invalid: field 'job' must be 1 to 64 of A-Z a-z 0-9 . _ - and not start with '.'");
+  CHECK(rejection(reg("0", "1", "\"" + std::string(65, 'a') + "\"")) ==
+        "invalid: field 'job' must be at most 64 characters, got 65");
+  // No token field at all is the daemon's business ("missing token"), not a decoding error.
+  CHECK(rejection(R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h"})") ==
+        "accepted");
+  const std::string bad_config =
+      R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":{"policy":"dbs",)"
+      R"("global_batch":128,"samples_per_epoch":10,"min_batch":1,"max_batch":0,"min_gain":1.5}})";
+  CHECK(rejection(bad_config) == "invalid: field 'min_gain' must be a number in [0, 1), got 1.5");
+  CHECK(rejection(
+            R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":3})") ==
+        "invalid: field 'config' must be an object, got 3");
+}
+
+TEST_CASE("Proto.Reject.InconsistentPlans") {
+  auto plan_with = [](const std::string& field, const std::string& value) {
+    nlohmann::json j = nlohmann::json::parse(encode(PlanMsg{"j", sample_plan()}));
+    j[field] = nlohmann::json::parse(value);
+    return j.dump();
+  };
+  CHECK(rejection(plan_with("batch", "[85,42]")) ==
+        "invalid: plan batch sizes sum to 127, not its global batch 128");
+  CHECK(rejection(plan_with("offset", "[0,84]")) ==
+        "invalid: plan offsets do not follow from its batch sizes");
+  CHECK(rejection(plan_with("offset", "[0]")) ==
+        "invalid: plan has 2 batch sizes, 1 offsets and 2 throughputs");
+  CHECK(rejection(plan_with("batch", "[85,-1]")) ==
+        "invalid: field 'batch' item 1 must be an integer in [0, 2147483647], got -1");
+  CHECK(rejection(plan_with("throughput", "[1,null]")) ==
+        "invalid: field 'throughput' item 1 must be a finite number >= 0, got null");
+}
+
+TEST_CASE("Proto.EncodeError.IsAnErrorMessage") {
+  const std::string line = encode_error(ErrorCode::auth, "invalid token");
+  const Message m = decode(std::string_view(line).substr(0, line.size() - 1));
+  CHECK(std::get<ErrorMsg>(m) == ErrorMsg{"auth", "invalid token"});
+}

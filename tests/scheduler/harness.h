@@ -1,0 +1,138 @@
+// The daemon in-process for tests: started on 127.0.0.1 with ephemeral ports on its own
+// thread, stopped at the end of the scope; and an agent speaking the protocol over a
+// SocketClient.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "lib/common/log.h"
+#include "lib/proto/codec.h"
+#include "scheduler/serve/daemon.h"
+#include "tests/net/socket_client.h"
+
+namespace dbs::test {
+
+// Options for a test daemon: quick limits, loopback, no signals.
+inline scheduler::ServeOptions test_options() {
+  scheduler::ServeOptions o;
+  o.listen = "127.0.0.1:0";
+  o.http = "127.0.0.1:0";
+  o.report_timeout_s = 30;
+  o.hello_timeout_s = 5;
+  o.line_timeout_s = 0.3;
+  o.handle_signals = false;
+  o.log_level = "error";
+  return o;
+}
+
+class TestDaemon {
+ public:
+  explicit TestDaemon(const scheduler::ServeOptions& o)
+      : quiet_((log::set_level(log::Level::error), true)),
+        daemon_(o),
+        thread_([this] { status_ = daemon_.run(); }) {}
+  ~TestDaemon() { stop(); }
+  int stop() {
+    if (thread_.joinable()) {
+      daemon_.stop();
+      thread_.join();
+    }
+    return status_;
+  }
+  std::uint16_t port() const { return daemon_.agent_endpoint().port(); }
+  std::uint16_t http_port() const { return daemon_.http_endpoint()->port(); }
+
+ private:
+  bool quiet_;
+  scheduler::Daemon daemon_;
+  int status_ = -1;
+  std::thread thread_;
+};
+
+// A fresh private directory under /tmp, removed at the end of the scope.
+class TempDir {
+ public:
+  TempDir() {
+    char name[] = "/tmp/dbs-sched-test.XXXXXX";
+    path_ = ::mkdtemp(name);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+  // Writes a file with the given mode; returns its path.
+  std::string file(const std::string& name, const std::string& text, mode_t mode = 0600) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << text;
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+inline proto::JobConfig job_config(int global_batch = 128) {
+  proto::JobConfig c;
+  c.global_batch = global_batch;
+  c.samples_per_epoch = 1280;
+  return c;
+}
+
+// One rank of a job, speaking the protocol.
+class Agent {
+ public:
+  Agent(std::uint16_t port, std::string job, int rank, int world, std::string token = "")
+      : client_(port), job_(std::move(job)), rank_(rank), world_(world), token_(std::move(token)) {}
+
+  // Registers; returns the daemon's answer (a plan, or an error line).
+  std::optional<std::string> join(const proto::JobConfig& config = job_config()) {
+    client_.send(proto::encode(
+        proto::RegisterMsg{job_, token_, rank_, world_, "host" + std::to_string(rank_), config}));
+    return client_.line();
+  }
+  // Reports epoch (0-based) having run with `batch` at `speed` samples/s.
+  void report(std::int64_t epoch, int batch, double speed) {
+    policy::Report r;
+    r.rank = rank_;
+    r.epoch = epoch;
+    r.batch = batch;
+    r.samples = 10L * batch;
+    r.steps = 10;
+    r.compute_s = static_cast<double>(r.samples) / speed;
+    r.comm_s = 0.01;
+    client_.send(proto::encode(proto::ReportMsg{job_, r}));
+  }
+  // The next plan the daemon sends (nothing on error, close or timeout).
+  std::optional<policy::Plan> plan(double seconds = 5) {
+    const auto line = client_.line(seconds);
+    if (!line) return std::nullopt;
+    const proto::Message m = proto::decode(*line);
+    if (const auto* p = std::get_if<proto::PlanMsg>(&m)) return p->plan;
+    last_error_ = *line;
+    return std::nullopt;
+  }
+  SocketClient& client() { return client_; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  SocketClient client_;
+  std::string job_;
+  int rank_, world_;
+  std::string token_, last_error_;
+};
+
+// The error line the daemon sends for `code` and `message`, without the newline.
+inline std::string error_line(proto::ErrorCode code, const std::string& message) {
+  std::string l = proto::encode_error(code, message);
+  l.pop_back();
+  return l;
+}
+
+}  // namespace dbs::test

@@ -1,0 +1,125 @@
+// The daemon's per-job state without sockets: when it plans, what it does with late, early and
+// duplicate reports, and that a journalled outcome restores the same job.
+#include "scheduler/serve/job.h"
+
+#include <doctest/doctest.h>
+
+#include "lib/proto/protocol.h"
+
+namespace {
+
+using namespace dbs;
+using scheduler::Job;
+
+proto::JobConfig config() {
+  proto::JobConfig c;
+  c.global_batch = 120;
+  c.samples_per_epoch = 1200;
+  return c;
+}
+
+policy::Report report(int rank, std::int64_t epoch, int batch, double speed) {
+  policy::Report r;
+  r.rank = rank;
+  r.epoch = epoch;
+  r.batch = batch;
+  r.samples = 10L * batch;
+  r.steps = 10;
+  r.compute_s = static_cast<double>(r.samples) / speed;
+  return r;
+}
+
+// Runs one epoch of a 3-rank job at speeds 1:2:3; returns the plan.
+policy::Plan epoch(Job& job, std::int64_t e) {
+  const auto& b = job.current().batch;
+  CHECK(job.add(report(0, e, b[0], 1000)) == Job::Accepted::first);
+  CHECK(job.add(report(1, e, b[1], 2000)) == Job::Accepted::pending);
+  CHECK(job.add(report(2, e, b[2], 3000)) == Job::Accepted::complete);
+  const auto o = job.plan(30);
+  job.commit(o);
+  return o.plan;
+}
+
+}  // namespace
+
+TEST_CASE("Job.PlansWhenEveryRankReported") {
+  Job job("j", 3, config());
+  CHECK(job.current().batch == std::vector<int>{40, 40, 40});
+  const policy::Plan p = epoch(job, 0);
+  CHECK(p.epoch == 1);
+  CHECK(p.batch == std::vector<int>{20, 40, 60});
+  CHECK(job.current() == p);
+  CHECK(job.reports() == 3);
+  CHECK(job.plans() == 1);
+  CHECK(job.changes() == 1);
+  REQUIRE(job.history().size() == 1);
+  CHECK(job.history()[0].throughput == std::vector<double>{1000, 2000, 3000});
+}
+
+TEST_CASE("Job.DuplicateAndStaleReports") {
+  Job job("j", 3, config());
+  epoch(job, 0);
+  epoch(job, 1);
+  CHECK(job.add(report(0, 1, 20, 1000)) == Job::Accepted::duplicate);
+  try {
+    job.add(report(0, 0, 20, 1000));
+    FAIL("a stale report was accepted");
+  } catch (const proto::ProtocolError& e) {
+    CHECK(e.code() == proto::ErrorCode::state);
+    CHECK(std::string(e.what()) == "report for epoch 1, but job 'j' is at epoch 3");
+  }
+  CHECK(job.add(report(1, 2, 40, 2000)) == Job::Accepted::first);
+  CHECK(job.add(report(1, 2, 40, 2000)) == Job::Accepted::pending);  // the first one counts
+  CHECK(job.has_pending());
+}
+
+TEST_CASE("Job.MissingRanksArePlannedFromTheirLastReport") {
+  Job job("j", 3, config());
+  epoch(job, 0);
+  job.add(report(0, 1, 20, 1000));
+  job.add(report(2, 1, 60, 3000));
+  const auto o = job.plan(2.5);
+  CHECK(o.missing == std::vector<int>{1});
+  CHECK(o.reports.size() == 2);
+  CHECK(o.plan.batch == std::vector<int>{20, 40, 60});  // rank 1 keeps its estimate
+  CHECK(o.plan.reason.find("; no report from rank 1 within 2.5 s: planned from its last report") !=
+        std::string::npos);
+  job.commit(o);
+  CHECK(job.timeouts() == 1);
+  CHECK(job.history().back().efficiency == 0);  // not every rank reported
+}
+
+TEST_CASE("Job.FollowsAgentsThatRanAhead") {
+  Job job("j", 3, config());
+  CHECK(job.add(report(0, 5, 20, 1000)) == Job::Accepted::first);
+  job.add(report(1, 5, 40, 2000));
+  CHECK(job.add(report(2, 5, 60, 3000)) == Job::Accepted::complete);
+  const auto o = job.plan(30);
+  CHECK(o.epoch == 5);
+  CHECK(o.plan.epoch == 6);
+  CHECK(o.plan.batch == std::vector<int>{20, 40, 60});
+  CHECK_FALSE(o.plan.changed);  // planned from what the agents ran, which is balanced
+}
+
+TEST_CASE("Job.JournalledOutcomesRestoreTheSameJob") {
+  // Every outcome of `a` goes through its journal form into a fresh job `b`.
+  Job a("j", 3, config()), b("j", 3, config());
+  for (std::int64_t e = 0; e < 4; ++e) {
+    const auto& batch = a.current().batch;
+    const double slow = e == 2 ? 0.5 : 1;  // a stall in epoch 3 moves the estimates
+    for (int r = 0; r < 3; ++r)
+      a.add(report(r, e, batch[static_cast<std::size_t>(r)], 1000.0 * (r + 1) * slow));
+    const auto o = a.plan(30);
+    a.commit(o);
+    const auto text = scheduler::outcome_json("j", o, a.hosts()).dump();
+    b.commit(scheduler::outcome_from_json(nlohmann::json::parse(text), 3));
+    CHECK(b.current() == a.current());
+  }
+  CHECK(b.plans() == 4);
+  CHECK(b.reports() == 12);
+  // Both plan the next epoch identically: the policy state came back too.
+  for (Job* j : {&a, &b})
+    for (int r = 0; r < 3; ++r)
+      j->add(report(r, 4, j->current().batch[static_cast<std::size_t>(r)], 700.0 * (r + 2)));
+  CHECK(a.plan(30).plan == b.plan(30).plan);
+}

@@ -1,0 +1,117 @@
+// The state directory: a daemon restarted on it continues its jobs where the journal ends, the
+// trace holds every epoch once, a torn last record is dropped, a corrupt one refused.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "lib/common/error.h"
+#include "tests/scheduler/harness.h"
+
+namespace {
+
+using namespace dbs;
+using namespace dbs::test;
+
+std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<nlohmann::json> out;
+  for (std::string l; std::getline(f, l);) out.push_back(nlohmann::json::parse(l));
+  return out;
+}
+
+// Runs epochs [from, to) of a 2-rank job "keep" on the daemon.
+void run_epochs(std::uint16_t port, std::int64_t from, std::int64_t to, bool finish) {
+  Agent r0(port, "keep", 0, 2), r1(port, "keep", 1, 2);
+  const auto first = r0.join();
+  REQUIRE(first);
+  REQUIRE(r1.join());
+  const auto start = proto::decode(*first);
+  policy::Plan plan = std::get<proto::PlanMsg>(start).plan;
+  CHECK(plan.epoch == from);  // the daemon resumes at the epoch after the journal's last
+  for (std::int64_t e = from; e < to; ++e) {
+    r0.report(e, plan.batch[0], 3000);
+    r1.report(e, plan.batch[1], 1000);
+    const auto p0 = r0.plan();
+    REQUIRE(p0);
+    REQUIRE(r1.plan());
+    plan = *p0;
+  }
+  if (!finish) return;
+  for (Agent* a : {&r0, &r1}) {
+    a->client().send(proto::encode(proto::GoodbyeMsg{true}));
+    CHECK(a->client().closed_within());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Restart.TheJobContinuesAndTheTraceHasEveryEpochOnce") {
+  TempDir dir;
+  auto o = test_options();
+  o.state_dir = dir.path() + "/state";
+  {
+    TestDaemon d(o);
+    run_epochs(d.port(), 0, 2, false);
+  }
+  {
+    TestDaemon d(o);
+    run_epochs(d.port(), 2, 4, true);
+  }
+  const auto trace = read_lines(o.state_dir + "/traces/keep.jsonl");
+  REQUIRE(trace.size() == 2 + 4 * 3);  // header, initial plan, per epoch 2 ranks + 1 plan
+  CHECK(trace[0]["type"] == "header");
+  std::map<std::int64_t, int> plans, ranks;
+  for (const auto& r : trace) {
+    if (r["type"] == "plan") ++plans[r["epoch"].get<std::int64_t>()];
+    if (r["type"] == "rank") ++ranks[r["epoch"].get<std::int64_t>()];
+  }
+  CHECK(plans == std::map<std::int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}});
+  CHECK(ranks == std::map<std::int64_t, int>{{1, 2}, {2, 2}, {3, 2}, {4, 2}});
+  CHECK(trace.back()["source"] == "daemon");
+  CHECK(trace.back()["batch"] == nlohmann::json::array({96, 32}));
+  // The finished job leaves the journal at the next start; its trace stays.
+  { TestDaemon d(o); }
+  CHECK(read_lines(o.state_dir + "/journal.jsonl").empty());
+  CHECK(read_lines(o.state_dir + "/traces/keep.jsonl").size() == trace.size());
+}
+
+TEST_CASE("Restart.ATornLastRecordIsDropped") {
+  TempDir dir;
+  auto o = test_options();
+  o.state_dir = dir.path() + "/state";
+  {
+    TestDaemon d(o);
+    run_epochs(d.port(), 0, 1, false);
+  }
+  const std::string journal = o.state_dir + "/journal.jsonl";
+  const auto whole = read_lines(journal).size();
+  std::ofstream(journal, std::ios::app)
+      << R"({"type":"epoch","job":"keep","epo)";  // cut by a crash
+  {
+    TestDaemon d(o);
+    run_epochs(d.port(), 1, 2, false);
+  }
+  CHECK(read_lines(journal).size() == whole + 1);
+}
+
+TEST_CASE("Restart.ACorruptRecordIsRefused") {
+  TempDir dir;
+  auto o = test_options();
+  o.state_dir = dir.path() + "/state";
+  {
+    TestDaemon d(o);
+    run_epochs(d.port(), 0, 1, false);
+  }
+  const std::string journal = o.state_dir + "/journal.jsonl";
+  std::stringstream text;
+  text << std::ifstream(journal).rdbuf();
+  std::ofstream(journal) << "garbage\n" << text.str();
+  try {
+    scheduler::Daemon d(o);
+    FAIL("a corrupt journal was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == journal + " line 1: not JSON");
+  }
+}
