@@ -1,10 +1,12 @@
 // Fisher-Yates over a splitmix64 stream.
 //   key     - 64-bit stream identity, a hash of (seed, epoch);
-//   counter - index of the next draw; draw k is mix(key + k * kGamma), so any draw is a pure
+//   counter - index of the next draw; draw k is mix(key + k * kSplitmixGamma), so any draw is a pure
 //             function of (seed, epoch, k) and no state crosses epochs.
 // Bounded draws use rejection: a 64-bit word x is accepted when x >= 2^64 mod bound, which
 // leaves a multiple of bound equally likely values, so x % bound is exactly uniform.
 #include "lib/data/sampler.h"
+
+#include "lib/common/hash.h"
 
 #include <numeric>
 #include <utility>
@@ -12,21 +14,13 @@
 namespace dbs::data {
 namespace {
 
-constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;       // splitmix64 increment
 constexpr std::uint64_t kEpochSalt = 0xd1b54a32d192ed03ULL;  // separates epoch from seed
-
-// splitmix64's output function (a bijection on 64-bit words).
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 class CounterRng {
  public:
   explicit CounterRng(std::uint64_t key) : key_(key) {}
 
-  std::uint64_t next() { return mix64(key_ + (++counter_) * kGamma); }
+  std::uint64_t next() { return mix64(key_ + (++counter_) * kSplitmixGamma); }
 
   // Uniform in [0, bound); bound > 0.
   std::uint64_t below(std::uint64_t bound) {

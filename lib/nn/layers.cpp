@@ -5,24 +5,18 @@
 #include <vector>
 
 #include "lib/common/error.h"
+#include "lib/common/hash.h"
 
 namespace dbs::nn {
 namespace {
-
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Glorot-uniform weights from stream (seed, stream), element i; zero biases.
 void glorot_init(float* w, std::size_t count, double fan_in, double fan_out, std::uint64_t seed,
                  std::uint64_t stream) {
   const double limit = std::sqrt(6.0 / (fan_in + fan_out));
-  const std::uint64_t base = splitmix(splitmix(seed) ^ (stream * 0xd1b54a32d192ed03ULL));
+  const std::uint64_t base = splitmix64(splitmix64(seed) ^ (stream * 0xd1b54a32d192ed03ULL));
   for (std::size_t i = 0; i < count; ++i) {
-    const double u = static_cast<double>(splitmix(base + i) >> 11) * 0x1.0p-53;  // [0, 1)
+    const double u = static_cast<double>(splitmix64(base + i) >> 11) * 0x1.0p-53;  // [0, 1)
     w[i] = static_cast<float>((2.0 * u - 1.0) * limit);
   }
 }
