@@ -15,6 +15,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       "Example: mpirun -np 2 --bind-to none dbs-agent --epochs 5 --policy dbs \\\n"
       "           --disturb rank=1,factor=3,from=2 --trace run.jsonl"};
   app.get_formatter()->column_width(34);
+  // A later occurrence of an option overrides an earlier one, so wrapper scripts can pass
+  // defaults and the user's arguments after them win. List options collect every occurrence.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string scaling = "none";
   std::vector<std::string> disturb;
   bool no_progress = false;
@@ -29,7 +32,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--lr-scaling", scaling, "lr scaling from --base-batch to --batch: none, linear, sqrt")->capture_default_str()->check(CLI::IsMember({"none", "constant", "linear", "sqrt"}));
   app.add_option("--base-batch", c.schedule.base_batch, "batch size --lr was tuned for")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup-epochs", c.schedule.warmup_epochs, "gradual lr warmup length in epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--decay-epochs", c.schedule.decay_epochs, "epochs (0-based) at whose start lr is multiplied by --decay-factor")->delimiter(',');
+  app.add_option("--decay-epochs", c.schedule.decay_epochs, "epochs (0-based) at whose start lr is multiplied by --decay-factor")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--decay-factor", c.schedule.decay_factor, "step decay factor")->capture_default_str();
   app.add_option("--threads", c.threads, "TBB threads per rank (0 = all cores of the rank)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
@@ -40,7 +43,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--rebalance-every", c.rebalance_every, "also re-plan every K steps inside an epoch (0 = per epoch)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)");
+  app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
   app.add_option("--trace", c.trace_path, "write the JSONL trace here (rank 0)");
   app.add_option("--checkpoint", c.checkpoint_dir, "checkpoint into this directory after every epoch");

@@ -17,4 +17,10 @@ for f in train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; 
   cp /usr/share/datasets/fashion-mnist/$f.gz "$TMP/bad/"
 done
 expect_fail "train-images-idx3-ubyte.gz" "$AGENT" --data "$TMP/bad" --epochs 1
+
+# A later option overrides an earlier one (wrapper scripts pass defaults first).
+"$AGENT" --epochs 3 --model lenet --train-limit 200 --test-limit 100 --no-progress --epochs 1 >"$TMP/out" 2>&1 ||
+  fail "repeated option refused: $(cat "$TMP/out")"
+[ "$(grep -cE '^ +[0-9]+ +[0-9.]+ ' "$TMP/out")" -eq 1 ] || fail "the last --epochs did not win"
+echo "later options override earlier ones"
 echo "all CLI checks passed"
