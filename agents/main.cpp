@@ -6,6 +6,7 @@
 #include "agents/daemon_planner.h"
 #include "agents/options.h"
 #include "lib/comm/mpi.h"
+#include "lib/common/cli.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
@@ -34,8 +35,7 @@ int main(int argc, char** argv) {
   try {
     comm = comm::make_mpi(comm::parse_algorithm(opts.train.allreduce));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dbs-agent: cannot start: %s\n", e.what());
-    return 1;
+    return cli::fail("dbs-agent", std::string("cannot start: ") + e.what(), cli::runtime_error);
   }
   log::set_tag("rank " + std::to_string(comm->rank()));
   try {

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/net/address.h"
 
@@ -15,6 +16,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       "Example: mpirun -np 2 --bind-to none dbs-agent --epochs 5 --policy dbs \\\n"
       "           --disturb rank=1,factor=3,from=2 --trace run.jsonl"};
   app.get_formatter()->column_width(34);
+  cli::add_version_flag(app, "dbs-agent");
   // A later occurrence of an option overrides an earlier one, so wrapper scripts can pass
   // defaults and the user's arguments after them win. List options collect every occurrence.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -58,8 +60,11 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  if (auto code = cli::parse(app, argc, argv, "dbs-agent")) {
+    exit_code = *code;
+    return false;
+  }
   try {
-    app.parse(argc, argv);
     c.schedule.scaling = optim::parse_scaling(scaling);
     c.schedule.global_batch = c.global_batch;
     optim::validate(c.schedule);
@@ -70,12 +75,8 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       net::parse_host_port(sc.address, "--scheduler");
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
     }
-  } catch (const CLI::ParseError& e) {
-    exit_code = app.exit(e);
-    return false;
   } catch (const Error& e) {
-    std::fprintf(stderr, "dbs-agent: %s\n", e.what());
-    exit_code = 2;
+    exit_code = cli::fail("dbs-agent", e.what(), cli::usage_error);
     return false;
   }
   return true;

@@ -1,13 +1,14 @@
 // dbs-bench: benchmarks that print JSON. Speed goals live here, never in tests.
-#include <cstdio>
 #include <exception>
 
 #include "bench/bench.h"
+#include "lib/common/cli.h"
 
 int main(int argc, char** argv) {
   using namespace dbs::bench;
   CLI::App app{"dbs-bench: benchmarks for dbs, each printing one JSON document.\n"
                "Example: dbs-bench train --model cnn --threads 1 --batch 128 --steps 20"};
+  dbs::cli::add_version_flag(app, "dbs-bench");
   app.require_subcommand(1);
   Action action;
   add_peak_command(app, action);
@@ -15,11 +16,10 @@ int main(int argc, char** argv) {
   add_scheduler_command(app, action);
   add_allreduce_command(app, action);
   add_balance_command(app, action);
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = dbs::cli::parse(app, argc, argv, "dbs-bench")) return *code;
   try {
-    return action ? action() : 2;
+    return action ? action() : dbs::cli::usage_error;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dbs-bench: error: %s\n", e.what());
-    return 1;
+    return dbs::cli::fail("dbs-bench", e.what(), dbs::cli::runtime_error);
   }
 }

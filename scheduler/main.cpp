@@ -1,23 +1,23 @@
 // dbs-scheduler: `serve` (the daemon on the head node) and `replay` (the policy code over a
 // recorded trace).
-#include <cstdio>
 #include <exception>
 
+#include "lib/common/cli.h"
 #include "scheduler/command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dbs-scheduler: the dbs planning daemon and the trace replayer.\n"
                "Examples: dbs-scheduler serve --listen 127.0.0.1:7070 --state-dir /var/lib/dbs\n"
                "          dbs-scheduler replay traces/disturbed.jsonl --compare dbs,static"};
+  dbs::cli::add_version_flag(app, "dbs-scheduler");
   app.require_subcommand(1);
   dbs::scheduler::Action action;
   dbs::scheduler::add_serve_command(app, action);
   dbs::scheduler::add_replay_command(app, action);
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = dbs::cli::parse(app, argc, argv, "dbs-scheduler")) return *code;
   try {
-    return action ? action() : 2;
+    return action ? action() : dbs::cli::usage_error;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dbs-scheduler: error: %s\n", e.what());
-    return 1;
+    return dbs::cli::fail("dbs-scheduler", e.what(), dbs::cli::runtime_error);
   }
 }

@@ -24,3 +24,20 @@ expect_fail "train-images-idx3-ubyte.gz" "$AGENT" --data "$TMP/bad" --epochs 1
 [ "$(grep -cE '^ +[0-9]+ +[0-9.]+ ' "$TMP/out")" -eq 1 ] || fail "the last --epochs did not win"
 echo "later options override earlier ones"
 echo "all CLI checks passed"
+
+# One convention on every binary: --version answers with the version and build, usage errors
+# exit 2 with "BINARY: error:", and run-time failures exit 1.
+for bin in "$AGENT" "$BENCH" "$SCHED"; do
+  name=$(basename "$bin")
+  out=$("$bin" --version) || fail "$name --version exited non-zero"
+  grep -qE "^$name [0-9]+\.[0-9]+\.[0-9]+ \(git [^;]+; [a-z]+ build, SIMD .+\)$" <<<"$out" ||
+    fail "$name --version printed: $out"
+  rc=0; out=$("$bin" --no-such-option 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] || fail "$name --no-such-option exited $rc, want 2"
+  grep -q "^$name: error: " <<<"$out" || fail "$name usage error without the prefix: $out"
+done
+rc=0; "$AGENT" --epochs 0 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "dbs-agent --epochs 0 exited $rc, want 2"
+rc=0; "$SCHED" replay "$TMP/no-such-trace.jsonl" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "replay of a missing trace exited $rc, want 1 (run-time failure)"
+echo "--version and exit codes checked"

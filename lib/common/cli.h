@@ -1,0 +1,31 @@
+// What every dbs binary does the same way on its command line: --version, and one exit-code
+// convention - 0 for --help/--version, 2 for any usage error (bad option, bad value), 1 for a
+// failure at run time - with one error prefix, "BINARY: error: ".
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dbs::cli {
+
+constexpr int usage_error = 2;
+constexpr int runtime_error = 1;
+
+// "dbs-agent 0.1.0 (git 1a6b961; release build, SIMD -mavx2 -mfma)".
+std::string version_line(std::string_view binary);
+
+// Adds --version to the app (prints version_line and exits 0).
+void add_version_flag(CLI::App& app, std::string_view binary);
+
+// Parses argv. Returns nothing when the program should go on, else the exit code to return:
+// 0 after --help or --version, usage_error after a parse error (printed as
+// "BINARY: error: ..." with a pointer to --help).
+std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view binary);
+
+// Prints "BINARY: error: what" on stderr and returns the code, for `return fail(...)`.
+int fail(std::string_view binary, std::string_view what, int code);
+
+}  // namespace dbs::cli
