@@ -3,13 +3,13 @@
 #include <cstdio>
 #include <exception>
 
-#include "agents/daemon_planner.h"
 #include "agents/options.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
+#include "lib/planner/daemon.h"
 #include "lib/train/trainer.h"
 
 namespace {
@@ -45,13 +45,12 @@ int main(int argc, char** argv) {
               std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s)");
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
-    std::unique_ptr<agent::DaemonPlanner> planner;
+    std::unique_ptr<planner::Planner> daemon;
     if (!opts.scheduler.address.empty())
-      planner = std::make_unique<agent::DaemonPlanner>(
-          opts.scheduler, *comm, opts.train.policy,
-          train::policy_config(opts.train, comm->size(), data.train.n));
-    const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
-    if (planner) planner->finish();
+      daemon = planner::make_daemon(opts.scheduler, *comm, opts.train.policy,
+                                    train::policy_config(opts.train, comm->size(), data.train.n));
+    const train::RunResult result = train::run(opts.train, *comm, std::move(data), daemon.get());
+    if (daemon) daemon->finish();
     if (comm->rank() == 0)
       std::printf("final: test accuracy %.2f%%, test loss %.4f, parameter L2 %.4f, sum %.4f\n",
                   100.0 * result.test_acc, result.test_loss, result.param_l2, result.param_sum);

@@ -53,7 +53,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--save-weights", c.save_weights, "write the final weights here (rank 0)");
   app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)");
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
-  SchedulerOptions& sc = o.scheduler;
+  planner::DaemonOptions& sc = o.scheduler;
   app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER");
   app.add_option("--token-file", sc.token_file, "the job token for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE");
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB");

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "lib/common/error.h"
+#include "lib/planner/planner.h"
+#include "lib/policy/steps.h"
 
 namespace dbs::replay {
 namespace {
@@ -56,18 +58,18 @@ struct Chunk {
   double step_s = 0;         // the slowest rank's compute per step
 };
 
-// Rank i's reports over the chunks [from, end). median: the median over the steps of rank i's
-// rate b_i / t_i, counting steps where it had samples; the element at index n / 2 of the sorted
-// values (epoch.cpp's median). comm_s: the waiting for the slowest rank plus allreduce_s per step
-// when with_comm (the agent's epoch report times the allreduce including the wait); reports over
-// a window of steps carry none (the agent's carry only compute times).
+// Rank i's reports over the chunks [from, end). median: policy::median_rate over the steps of
+// rank i's rate b_i / t_i, counting steps where it had samples, as the agent's. comm_s: the
+// waiting for the slowest rank plus allreduce_s per step when with_comm (the agent's epoch
+// report times the allreduce including the wait); reports over a window of steps carry none
+// (the agent's carry only compute times).
 std::vector<policy::Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunks,
                                        std::size_t from, std::int64_t epoch,
                                        const policy::Plan& plan, bool with_comm,
                                        double allreduce_s) {
   const std::vector<double>* bias =
       c.median_bias.empty() ? nullptr : &c.median_bias[static_cast<std::size_t>(epoch)];
-  std::vector<std::pair<double, std::int64_t>> rates;
+  std::vector<std::pair<double, std::int64_t>> rates;  // (rate, steps)
   std::vector<policy::Report> out(plan.batch.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
     policy::Report& r = out[i];
@@ -87,16 +89,7 @@ std::vector<policy::Report> reports_of(const Cluster& c, const std::vector<Chunk
       if (ch.batch[i] > 0) rates.emplace_back(ch.rate[i], ch.steps);
     }
     if (with_comm) r.comm_s = wait + allreduce_s * static_cast<double>(r.steps);
-    std::sort(rates.begin(), rates.end());
-    std::int64_t total = 0, seen = 0;
-    for (const auto& x : rates) total += x.second;
-    for (const auto& [rate, count] : rates) {
-      seen += count;
-      if (total / 2 < seen) {
-        r.step_rate_median = bias != nullptr ? rate * (*bias)[i] : rate;
-        break;
-      }
-    }
+    r.step_rate_median = policy::median_rate(rates) * (bias != nullptr ? (*bias)[i] : 1.0);
   }
   return out;
 }
@@ -155,11 +148,7 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
     std::int64_t next = *std::upper_bound(events.begin(), events.end(), s);
     if (K > 0) next = std::min(next, (s / K + 1) * K);
     const std::int64_t gn = std::min(B, N - s * B);
-    Chunk ch{s, next - s, plan.batch, base};
-    if (gn < B) {
-      ch.batch = policy::apportion(std::vector<double>(plan.batch.begin(), plan.batch.end()),
-                                   static_cast<int>(gn), 0, static_cast<int>(gn));
-    }
+    Chunk ch{s, next - s, policy::step_batch(plan, static_cast<int>(gn)), base};
     for (const Active& a : active) {
       if (a.begin <= s && s < a.end) ch.rate[a.rank] /= a.factor;
     }
@@ -199,24 +188,22 @@ SimResult simulate(const Cluster& c, const CostModel& cost, const SimConfig& con
   pc.min_batch = config.min_batch;
   pc.max_batch = config.max_batch;
   pc.min_gain = config.min_gain;
-  std::unique_ptr<policy::Policy> policy = policy::make_policy(config.policy, pc);
+  // The planner the agent embeds: its plan in force is the simulated run's plan.
+  planner::Embedded planner(config.policy, pc);
   const Replanner replan =
-      [&policy](const policy::Plan& current, std::int64_t /*step*/,
-                std::span<const policy::Report> window) -> std::optional<policy::Plan> {
-    policy::Plan p = policy->next(current, window);
-    p.epoch = current.epoch;
-    if (!p.changed) return std::nullopt;
-    return p;
+      [&planner](const policy::Plan& /*current*/, std::int64_t /*step*/,
+                 std::span<const policy::Report> window) -> std::optional<policy::Plan> {
+    if (std::optional<planner::Planned> p = planner.rebalance(window)) return std::move(p->plan);
+    return std::nullopt;
   };
 
   SimResult out;
   out.config = config;
-  PlanAt start{0, "initial", policy->initial()};
+  PlanAt start{0, "initial", planner.plan()};
   for (std::int64_t e = 0; e < c.epochs(); ++e) {
-    start.plan.epoch = e;
     EpochRun run = run_epoch(c, cost, e, start, config.rebalance_every, replan);
     run.changes = run.replans + (start.plan.changed ? 1 : 0);
-    run.next = policy->next(run.plans.back().plan, run.basis.empty() ? run.reports : run.basis);
+    run.next = planner.next(run.basis.empty() ? run.reports : run.basis).plan;
     out.total_s += run.time_s;
     out.ideal_s += run.ideal_s;
     out.changes += run.changes;

@@ -3,12 +3,11 @@
 // policy objects the agent and the daemon run (lib/policy), fed with the reports the simulated
 // ranks would send.
 //
-// The loop mirrors lib/train/epoch.cpp and trainer.cpp: a short last step is split in the
-// plan's proportions; a re-plan every K steps (not after the last one) sees the window's reports
-// (comm_s 0, as in the agent); the end-of-epoch report's step_rate_median is the median over the
-// epoch's steps of b_i / (step compute time) (the element at index n / 2 of the sorted rates);
-// with re-plans every K steps the next epoch's plan is made from the reports over the epoch's
-// last K steps (`basis`). Steps whose rates and batch sizes do not change are costed together,
+// The loop runs the agent's rules (lib/train/epoch.cpp and trainer.cpp): the step rules of
+// lib/policy/steps.h (a short last step split in the plan's proportions, the median of step
+// rates) and its planner (lib/planner, embedded); a re-plan every K steps (not after the last
+// one) sees the window's reports (comm_s 0, as in the agent); with re-plans every K steps the
+// next epoch's plan is made from the reports over the epoch's last K steps (`basis`). Steps whose rates and batch sizes do not change are costed together,
 // so a run costs O(epochs x (events + 1) x world) however many steps an epoch has.
 #pragma once
 

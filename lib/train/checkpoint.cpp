@@ -82,13 +82,13 @@ class Cursor {
 
 }  // namespace
 
-void save_checkpoint(const State& st, const policy::Plan& next_plan) {
+void save_checkpoint(const State& st) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : st.results) results.push_back(result_json(r));
   const nlohmann::json meta = {{"identity", identity(st)},
                                {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                               {"plan", trace::plan_record(next_plan, 0, "checkpoint")},
-                               {"policy_state", st.policy->state()},
+                               {"plan", trace::plan_record(st.planner->plan(), 0, "checkpoint")},
+                               {"policy_state", st.planner->state()},
                                {"results", results}};
   const std::string js = meta.dump();
   std::ostringstream opt;
@@ -140,8 +140,8 @@ std::int64_t load_checkpoint(State& st) {
   const auto opt_len = c.get<std::uint64_t>("optimizer state length");
   std::istringstream opt(std::string(c.take(opt_len, "optimizer state"), opt_len));
   st.optimizer->load(opt);
-  st.plan = trace::plan_from_record(meta.at("plan"));
-  st.policy->set_state(meta.at("policy_state").get<std::vector<double>>());
+  st.planner->set_state(trace::plan_from_record(meta.at("plan")),
+                        meta.at("policy_state").get<std::vector<double>>());
   st.results.clear();
   for (const auto& r : meta.at("results")) st.results.push_back(result_from(r));
   return meta.at("next_epoch").get<std::int64_t>();

@@ -2,37 +2,28 @@
 //
 // Words: B global batch, S = ceil(N / B) steps, step s trains on the global batch
 // perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
-// plan (a short last step is split in the plan's proportions). The allreduced buffer is
+// plan (a short last step is split in the plan's proportions, policy::step_batch). The allreduced
+// buffer is
 //   [ gradient sums (P) | sample count | loss sum | compute_s per rank (W) | samples per rank (W) ]
-// so every rank learns every rank's step time without another collective (rebalance_every).
+// so every rank learns every rank's step time without another collective; the 2W per-rank slots
+// are there only with rebalance_every > 0, which is what needs them.
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <thread>
 
 #include "lib/common/error.h"
 #include "lib/common/timer.h"
 #include "lib/data/sampler.h"
 #include "lib/nn/kernels.h"
+#include "lib/policy/steps.h"
 #include "lib/train/state.h"
 
 namespace dbs::train::detail {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
-// This rank's (size, offset) in a global step of gn samples.
-std::pair<int, int> slice(const policy::Plan& plan, int gn, int rank) {
-  if (gn == plan.global_batch) return {plan.batch[rank], plan.offset[rank]};
-  std::vector<double> w(plan.batch.begin(), plan.batch.end());
-  const std::vector<int> b = policy::apportion(w, gn, 0, gn);
-  const std::vector<int> o = policy::offsets_of(b);
-  return {b[rank], o[rank]};
-}
+// Rates of single steps: (samples / compute s, 1), for policy::median_rate.
+using Rates = std::vector<std::pair<double, std::int64_t>>;
 
 // Every rank's compute time and sample count of every step of the epoch (all ranks know them
 // from the shared buffer), and reports over a range of steps from them.
@@ -48,17 +39,17 @@ struct StepHistory {
       r.epoch = epoch;
       r.batch = plan.batch[static_cast<std::size_t>(i)];
       r.steps = end - begin;
-      std::vector<double> rates;
+      Rates rates;
       double samples = 0;
       for (std::int64_t s = begin; s < end; ++s) {
         const double t = static_cast<double>(time[static_cast<std::size_t>(s * world + i)]);
         const double n = static_cast<double>(count[static_cast<std::size_t>(s * world + i)]);
         samples += n;
         r.compute_s += t;
-        if (n > 0 && t > 0) rates.push_back(n / t);
+        if (n > 0 && t > 0) rates.emplace_back(n / t, 1);
       }
       r.samples = static_cast<std::int64_t>(samples);
-      r.step_rate_median = median(std::move(rates));
+      r.step_rate_median = policy::median_rate(std::move(rates));
     }
     return out;
   }
@@ -77,8 +68,9 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   const std::vector<std::int64_t> perm =
       data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
 
-  std::vector<float> buf(P + 2 + 2 * static_cast<std::size_t>(world));
-  float* const time_slot = buf.data() + P + 2;
+  const bool replans = cfg.rebalance_every > 0;
+  std::vector<float> buf(P + 2 + (replans ? 2 * static_cast<std::size_t>(world) : 0));
+  float* const time_slot = buf.data() + P + 2;  // valid only with replans
   float* const count_slot = time_slot + world;
   std::vector<float> x(static_cast<std::size_t>(B) * px);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
@@ -90,7 +82,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   ctx.sample_ids = ids.data();
 
   EpochStats es;
-  std::vector<double> my_rates;
+  Rates my_rates;
   StepHistory history{world, {}, {}};
   std::int64_t window_start = 0;  // first step since the last re-plan
   Progress progress(rank == 0 && cfg.progress, epoch, steps);
@@ -100,7 +92,9 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     st.disturber->update(t);
     const std::int64_t g0 = s * B;
     const int gn = static_cast<int>(std::min<std::int64_t>(B, n_train - g0));
-    const auto [lb, lo] = slice(st.plan, gn, rank);
+    const std::vector<int> split = policy::step_batch(st.planner->plan(), gn);
+    const int lb = split[static_cast<std::size_t>(rank)];
+    const int lo = std::accumulate(split.begin(), split.begin() + rank, 0);
     for (int j = 0; j < lb; ++j) {
       const std::int64_t idx = perm[static_cast<std::size_t>(g0 + lo + j)];
       std::copy_n(st.train.image(static_cast<std::size_t>(idx)), px, x.data() + j * px);
@@ -120,9 +114,11 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const double compute_s = cw.seconds();
     buf[P] = static_cast<float>(lb);
     buf[P + 1] = static_cast<float>(loss);
-    std::fill(time_slot, time_slot + 2 * world, 0.0f);
-    time_slot[rank] = static_cast<float>(compute_s);
-    count_slot[rank] = static_cast<float>(lb);
+    if (replans) {
+      std::fill(time_slot, time_slot + 2 * world, 0.0f);
+      time_slot[rank] = static_cast<float>(compute_s);
+      count_slot[rank] = static_cast<float>(lb);
+    }
 
     Stopwatch mw;
     st.comm.allreduce_sum(buf);
@@ -137,16 +133,16 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     es.samples += gn;
     es.report.samples += lb;
     es.report.compute_s += compute_s;
-    if (lb > 0 && compute_s > 0) my_rates.push_back(lb / compute_s);
-    history.time.insert(history.time.end(), time_slot, time_slot + world);
-    history.count.insert(history.count.end(), count_slot, count_slot + world);
-    if (cfg.rebalance_every > 0 && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
-      policy::Plan next = st.policy->next(st.plan, history.reports(epoch, st.plan, window_start, s + 1));
-      next.epoch = epoch;
-      if (next.changed) {
-        st.plan = next;
+    if (lb > 0 && compute_s > 0) my_rates.emplace_back(lb / compute_s, 1);
+    if (replans) {
+      history.time.insert(history.time.end(), time_slot, time_slot + world);
+      history.count.insert(history.count.end(), count_slot, count_slot + world);
+    }
+    if (replans && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
+      const auto window = history.reports(epoch, st.planner->plan(), window_start, s + 1);
+      if (const auto re = st.planner->rebalance(window)) {
         ++es.replans;
-        if (st.trace) st.trace->write(trace::plan_record(st.plan, s + 1, "rebalance"));
+        if (st.trace) st.trace->write(trace::plan_record(re->plan, s + 1, re->source));
       }
       window_start = s + 1;
     }
@@ -156,13 +152,14 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   st.disturber->update(static_cast<double>(epoch + 1));
   es.report.rank = rank;
   es.report.epoch = epoch;
-  es.report.batch = st.plan.batch[rank];
+  es.report.batch = st.planner->plan().batch[rank];
   es.report.steps = steps;
-  es.report.step_rate_median = median(my_rates);
+  es.report.step_rate_median = policy::median_rate(std::move(my_rates));
   // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
   // whole epoch (whose median may still describe the time before a change).
-  if (cfg.rebalance_every > 0)
-    es.plan_reports = history.reports(epoch, st.plan, std::max<std::int64_t>(0, steps - cfg.rebalance_every), steps);
+  if (replans)
+    es.plan_reports = history.reports(epoch, st.planner->plan(),
+                                      std::max<std::int64_t>(0, steps - cfg.rebalance_every), steps);
   return es;
 }
 

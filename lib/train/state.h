@@ -12,7 +12,7 @@
 #include "lib/data/dataset.h"
 #include "lib/nn/model.h"
 #include "lib/optim/optimizer.h"
-#include "lib/policy/policy.h"
+#include "lib/planner/planner.h"
 #include "lib/trace/trace.h"
 #include "lib/train/disturb.h"
 #include "lib/train/trainer.h"
@@ -26,8 +26,8 @@ struct State {
   data::Dataset test;
   std::unique_ptr<nn::Model> model;
   std::unique_ptr<optim::Optimizer> optimizer;
-  std::unique_ptr<policy::Policy> policy;
-  policy::Plan plan;                         // plan of the current epoch
+  planner::Planner* planner = nullptr;       // owns the plan in force; makes every change to it
+  std::unique_ptr<planner::Planner> own_planner;  // the embedded one when run() got none
   std::unique_ptr<Disturber> disturber;
   std::unique_ptr<trace::Writer> trace;      // rank 0 only
   std::vector<EpochResult> results;          // finished epochs
@@ -46,14 +46,15 @@ struct EpochStats {
   std::vector<policy::Report> plan_reports;
 };
 
-// Trains one epoch under state.plan (which rebalance_every may change during the epoch).
+// Trains one epoch under the planner's plan (which rebalance_every may change during the epoch).
 EpochStats run_epoch(State& state, std::int64_t epoch);
 
 // Test loss and accuracy of the current parameters, the test set split across ranks.
 std::pair<double, double> evaluate(State& state);
 
-// Checkpoint of everything needed to continue after state.results.back() (rank 0 writes).
-void save_checkpoint(const State& state, const policy::Plan& next_plan);
+// Checkpoint of everything needed to continue after state.results.back(), the planner's plan
+// and state included (rank 0 writes).
+void save_checkpoint(const State& state);
 // Restores state from config.checkpoint_dir; returns the next epoch to run. Every rank reads.
 std::int64_t load_checkpoint(State& state);
 

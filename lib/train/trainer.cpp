@@ -90,16 +90,19 @@ data::Dataset take(data::Dataset&& d, std::size_t limit) {
 }  // namespace
 
 RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
-              Planner* planner) {
+              planner::Planner* planner) {
   const int world = comm.size(), rank = comm.rank();
   State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
-           take(std::move(data.test), cfg.test_limit), nullptr, nullptr, nullptr, {}, nullptr,
+           take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
            nullptr, {}, {}};
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
   st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
-  st.policy = policy::make_policy(cfg.policy, policy_config(cfg, world, st.train.n));
-  st.plan = st.policy->initial();
+  if (st.planner == nullptr) {
+    st.own_planner = std::make_unique<planner::Embedded>(cfg.policy,
+                                                         policy_config(cfg, world, st.train.n));
+    st.planner = st.own_planner.get();
+  }
   st.hosts = gather_hosts(comm);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
 
@@ -108,14 +111,14 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   if (rank == 0 && !cfg.trace_path.empty()) {
     st.trace = std::make_unique<trace::Writer>(cfg.trace_path, trace::header(detail::config_json(st)),
                                                first > 0);
-    if (first == 0) st.trace->write(trace::plan_record(st.plan, 0, "initial"));
+    if (first == 0) st.trace->write(trace::plan_record(st.planner->plan(), 0, "initial"));
   }
   const bool table = rank == 0 && cfg.table;
   if (table) detail::print_header(st);
 
   for (std::int64_t e = first; e < cfg.epochs; ++e) {
     if (st.trace) trace_disturbances(st, e);
-    const std::vector<int> batch_at_start = st.plan.batch;
+    const std::vector<int> batch_at_start = st.planner->plan().batch;
     const detail::EpochStats es = detail::run_epoch(st, e);
     const auto [test_loss, test_acc] = detail::evaluate(st);
     const std::vector<policy::Report> reports = gather_reports(comm, es.report);
@@ -138,11 +141,9 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     r.batch = batch_at_start;
     r.replans = es.replans;
 
-    std::string source = "embedded";
-    const std::vector<policy::Report>& basis = es.plan_reports.empty() ? reports : es.plan_reports;
-    policy::Plan next = planner != nullptr ? planner->next(st.plan, basis, source)
-                                           : st.policy->next(st.plan, basis);
-    check_agreement(comm, next, st.model->params(), e);
+    const planner::Planned next =
+        st.planner->next(es.plan_reports.empty() ? reports : es.plan_reports);
+    check_agreement(comm, next.plan, st.model->params(), e);
     if (table) detail::print_epoch(st, r);
     if (st.trace) {
       for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
@@ -151,12 +152,11 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
                        {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
                        {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
                        {"replans", r.replans}});
-      st.trace->write(trace::plan_record(next, 0, source));
+      st.trace->write(trace::plan_record(next.plan, 0, next.source));
       st.trace->flush();
     }
     st.results.push_back(r);
-    st.plan = next;
-    if (!cfg.checkpoint_dir.empty() && rank == 0) detail::save_checkpoint(st, next);
+    if (!cfg.checkpoint_dir.empty() && rank == 0) detail::save_checkpoint(st);
   }
 
   RunResult out;

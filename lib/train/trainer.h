@@ -1,7 +1,7 @@
 // The synchronous data-parallel training loop of DESIGN.md ("One epoch"): one permutation per
 // epoch shared by all ranks, each global step split into per-rank slices by the plan, gradient
 // sums allreduced together with the sample count, the same update on every rank, and a new
-// plan from the policy at the end of every epoch (and every K steps with rebalance_every).
+// plan from the planner at the end of every epoch (and every K steps with rebalance_every).
 #pragma once
 
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
-#include "lib/policy/plan.h"
+#include "lib/planner/planner.h"
 #include "lib/train/config.h"
 
 namespace dbs::train {
@@ -38,21 +38,11 @@ struct RunResult {
   std::vector<float> params;        // final parameters
 };
 
-// Source of the next plan. The default (embedded) runs the policy on every rank; the daemon
-// client of the scheduler issue plugs in here.
-class Planner {
- public:
-  virtual ~Planner() = default;
-  // Plan for current.epoch + 1 from all ranks' reports (identical on every rank). source gets
-  // "embedded" or what the planner used.
-  virtual policy::Plan next(const policy::Plan& current, const std::vector<policy::Report>& reports,
-                            std::string& source) = 0;
-};
-
 // Runs the whole training on this rank. data is the full data set (every rank loads it; the
-// plan decides which samples a rank computes); pass it moved to save a copy. Throws on any
-// error; the caller aborts the job.
+// plan decides which samples a rank computes); pass it moved to save a copy. planner makes every
+// plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.
+// Throws on any error; the caller aborts the job.
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              Planner* planner = nullptr);
+              planner::Planner* planner = nullptr);
 
 }  // namespace dbs::train

@@ -11,6 +11,7 @@
 
 #include "lib/common/error.h"
 #include "lib/policy/policy.h"
+#include "lib/policy/steps.h"
 #include "tests/policy/cases.h"
 
 namespace {
@@ -98,20 +99,44 @@ TEST_CASE("Dbs.Property.KeptUnderHalfPercentNoise") {
   }
 }
 
+// A stall of one step on one rank, in two epochs in a row: the reports are what the agent sends,
+// the median of the step rates taken by the agent's own rule (policy::median_rate) over steps
+// of which one lost stall_s. Only the median keeps the plan still: the same reports without it
+// (the control, `blind`) are held for one epoch ("stall suspected") and followed the next.
 TEST_CASE("Dbs.Property.OneOffStallWithMedianMovesNothing") {
   std::mt19937 rng(24);
+  int cases = 0, blind_moved = 0;
   for (int k = 0; k < 200; ++k) {
     const Case c = random_case(rng, k);
     CAPTURE(k);
-    auto policy = make_policy("dbs", c.config());
-    const Plan p = balanced(*policy, c, true);
+    auto policy = make_policy("dbs", c.config()), blind = make_policy("dbs", c.config());
+    Plan p = balanced(*policy, c, true), q = balanced(*blind, c, true);
     const int rank = std::uniform_int_distribution<int>(0, c.world - 1)(rng);
-    const std::vector<Report> r = reports(p, c.v, true);
-    const double stall_s = std::uniform_real_distribution<double>(0.5, 20)(rng) * r[rank].compute_s;
-    const Plan next = policy->next(p, reports(p, c.v, true, rank, stall_s));
-    CHECK_FALSE(next.changed);
-    CHECK(next.batch == p.batch);
+    const auto i = static_cast<std::size_t>(rank);
+    if (p.batch[i] == 0 || reports(p, c.v, false)[i].steps < 2) continue;  // no step to spare
+    ++cases;
+    bool moved = false;
+    for (int e = 0; e < 2; ++e) {
+      std::vector<Report> r = reports(p, c.v, false);
+      const double step_s = r[i].batch / c.v[i];
+      const double stall_s = std::uniform_real_distribution<double>(0.5, 20)(rng) * r[i].compute_s;
+      r[i].compute_s += stall_s;
+      for (Report& x : r) x.step_rate_median = c.v[static_cast<std::size_t>(x.rank)];
+      r[i].step_rate_median = median_rate(
+          {{r[i].batch / step_s, r[i].steps - 1}, {r[i].batch / (step_s + stall_s), 1}});
+      const Plan next = policy->next(p, r);
+      CHECK_FALSE(next.changed);
+      CHECK(next.batch == p.batch);
+      CHECK(next.reason.find("stall suspected") == std::string::npos);
+      p = next;
+      for (Report& x : r) x.step_rate_median = 0;
+      q = blind->next(q, r);
+      moved = moved || q.changed;
+    }
+    blind_moved += moved ? 1 : 0;
   }
+  MESSAGE(cases << " cases, " << blind_moved << " moved without the median");
+  CHECK(blind_moved > cases / 2);
 }
 
 TEST_CASE("Dbs.Property.OneOffStallWithAggregatesMovesNoMoreThanItWarrants") {

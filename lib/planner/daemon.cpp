@@ -1,16 +1,23 @@
-#include "agents/daemon_planner.h"
+#include "lib/planner/daemon.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "lib/net/asio.h"
+#include "lib/net/client.h"
 #include "lib/net/token.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/messages.h"
 
-namespace dbs::agent {
+namespace dbs::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -29,16 +36,61 @@ std::uint64_t fingerprint(const std::string& job, const policy::Plan& plan) {
   return h == 0 ? 1 : h;
 }
 
-}  // namespace
+class Daemon : public Planner {
+ public:
+  Daemon(const DaemonOptions& options, comm::Communicator& comm, const std::string& spec,
+         const policy::PolicyConfig& config);
+  ~Daemon() override;
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
 
-DaemonPlanner::DaemonPlanner(const SchedulerOptions& options, comm::Communicator& comm,
-                             const std::string& policy_spec, const policy::PolicyConfig& config)
+  const policy::Plan& plan() const override { return fallback_.plan(); }
+  Planned next(std::span<const policy::Report> reports) override;
+  std::optional<Planned> rebalance(std::span<const policy::Report> window) override {
+    return fallback_.rebalance(window);
+  }
+  std::vector<double> state() const override { return fallback_.state(); }
+  void set_state(const policy::Plan& plan, const std::vector<double>& state) override {
+    fallback_.set_state(plan, state);
+  }
+  void finish() override;
+
+ private:
+  void on_connected();
+  void on_line(std::string_view line);
+  void on_lost(const std::string& why);
+  // The daemon's valid plan of `epoch`, or nothing with `why` set. Blocks up to the timeout.
+  std::optional<policy::Plan> wait_plan(std::int64_t epoch, std::string& why);
+  bool all_agree(const std::optional<policy::Plan>& plan, std::string& why);
+
+  DaemonOptions options_;
+  comm::Communicator& comm_;
+  proto::JobConfig job_config_;
+  int world_, rank_;
+  std::string register_line_;
+  Embedded fallback_;  // its plan is the plan in force, the daemon's adopted when agreed
+  net::asio::io_context io_;
+  std::shared_ptr<net::LineClient> client_;
+  std::thread thread_;
+
+  std::mutex mutex_;  // guards what follows; the io thread writes, next() reads
+  std::condition_variable changed_;
+  bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
+  int failures_ = 0;                  // failed attempts and lost connections so far
+  std::string lost_why_, refusal_;    // last failure; last error message of the daemon
+  std::optional<policy::Plan> plan_;  // latest plan received
+  std::string report_line_;           // resent on every connect until its plan arrives
+  bool fell_back_ = false;            // the last epoch did not get the daemon's plan
+};
+
+Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm, const std::string& spec,
+               const policy::PolicyConfig& config)
     : options_(options),
       comm_(comm),
-      job_config_(proto::job_config(policy_spec, config)),
+      job_config_(proto::job_config(spec, config)),
       world_(comm.size()),
       rank_(comm.rank()),
-      embedded_(policy::make_policy(policy_spec, config)) {
+      fallback_(spec, config) {
   proto::RegisterMsg reg;
   reg.job = options_.job;
   reg.token = options_.token_file.empty() ? "" : net::read_token_file(options_.token_file);
@@ -65,13 +117,13 @@ DaemonPlanner::DaemonPlanner(const SchedulerOptions& options, comm::Communicator
   });
 }
 
-DaemonPlanner::~DaemonPlanner() {
+Daemon::~Daemon() {
   client_->stop();
   io_.stop();
   if (thread_.joinable()) thread_.join();
 }
 
-void DaemonPlanner::on_connected() {
+void Daemon::on_connected() {
   std::string report;
   {
     std::lock_guard lock(mutex_);
@@ -86,7 +138,7 @@ void DaemonPlanner::on_connected() {
   if (!report.empty()) client_->send(report);
 }
 
-void DaemonPlanner::on_line(std::string_view line) {
+void Daemon::on_line(std::string_view line) {
   proto::Message m;
   try {
     m = proto::decode(line);
@@ -106,7 +158,7 @@ void DaemonPlanner::on_line(std::string_view line) {
   changed_.notify_all();
 }
 
-void DaemonPlanner::on_lost(const std::string& why) {
+void Daemon::on_lost(const std::string& why) {
   {
     std::lock_guard lock(mutex_);
     if (connected_ && !finishing_) log::warn("lost the daemon at " + options_.address + ": " + why);
@@ -117,7 +169,7 @@ void DaemonPlanner::on_lost(const std::string& why) {
   changed_.notify_all();
 }
 
-std::optional<policy::Plan> DaemonPlanner::wait_plan(std::int64_t epoch, std::string& why) {
+std::optional<policy::Plan> Daemon::wait_plan(std::int64_t epoch, std::string& why) {
   const auto start = Clock::now();
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options_.timeout_s));
@@ -149,7 +201,7 @@ std::optional<policy::Plan> DaemonPlanner::wait_plan(std::int64_t epoch, std::st
   }
 }
 
-bool DaemonPlanner::all_agree(const std::optional<policy::Plan>& plan, std::string& why) {
+bool Daemon::all_agree(const std::optional<policy::Plan>& plan, std::string& why) {
   const std::uint64_t mine = plan ? fingerprint(options_.job, *plan) : 0;
   std::vector<std::uint64_t> all(static_cast<std::size_t>(world_));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
@@ -162,11 +214,10 @@ bool DaemonPlanner::all_agree(const std::optional<policy::Plan>& plan, std::stri
   return false;
 }
 
-policy::Plan DaemonPlanner::next(const policy::Plan& current,
-                                 const std::vector<policy::Report>& reports, std::string& source) {
-  // The embedded policy observes every epoch, so the fallback is as good as the daemon.
-  policy::Plan embedded = embedded_->next(current, reports);
-  const std::int64_t want = current.epoch + 1;
+Planned Daemon::next(std::span<const policy::Report> reports) {
+  // The fallback observes every epoch, so it is as current as the daemon.
+  const std::int64_t want = plan().epoch + 1;
+  Planned embedded = fallback_.next(reports);
   std::string line;
   for (const auto& r : reports)
     if (r.rank == rank_) line = proto::encode(proto::ReportMsg{options_.job, r});
@@ -188,22 +239,27 @@ policy::Plan DaemonPlanner::next(const policy::Plan& current,
     if (fell_back_)
       log::info("epoch " + std::to_string(want + 1) + ": planned by the daemon again");
     fell_back_ = false;
-    ++daemon_epochs_;
-    source = "daemon";
-    return *plan;
+    fallback_.adopt(*plan);
+    return {*plan, "daemon"};
   }
   log::warn("epoch " + std::to_string(want + 1) + " uses the embedded policy: " + why);
   fell_back_ = true;
-  ++fallback_epochs_;
-  source = "embedded-fallback";
+  embedded.source = "embedded-fallback";
   return embedded;
 }
 
-void DaemonPlanner::finish() {
+void Daemon::finish() {
   std::unique_lock lock(mutex_);
   finishing_ = true;
   client_->send(proto::encode(proto::GoodbyeMsg{true}));
   changed_.wait_for(lock, std::chrono::seconds(1), [this] { return said_goodbye_ || !connected_; });
 }
 
-}  // namespace dbs::agent
+}  // namespace
+
+std::unique_ptr<Planner> make_daemon(const DaemonOptions& options, comm::Communicator& comm,
+                                     const std::string& spec, const policy::PolicyConfig& config) {
+  return std::make_unique<Daemon>(options, comm, spec, config);
+}
+
+}  // namespace dbs::planner
