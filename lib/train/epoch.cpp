@@ -70,8 +70,8 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
 
   const bool replans = cfg.rebalance_every > 0;
   std::vector<float> buf(P + 2 + (replans ? 2 * static_cast<std::size_t>(world) : 0));
-  float* const time_slot = buf.data() + P + 2;  // valid only with replans
-  float* const count_slot = time_slot + world;
+  float* const time_slot = replans ? buf.data() + P + 2 : nullptr;
+  float* const count_slot = replans ? time_slot + world : nullptr;
   std::vector<float> x(static_cast<std::size_t>(B) * px);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
   std::vector<std::int64_t> ids(static_cast<std::size_t>(B));

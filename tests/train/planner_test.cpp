@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <numeric>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -75,7 +75,7 @@ TEST_CASE("Train.RebalanceEvery.ReplansInsideTheEpochThroughThePlanner") {
   c.trace_path = trace.string();
   const train::RunResult r = run_ranks(c, 2);
   REQUIRE(r.epochs.size() == 1);
-  CHECK(r.epochs[0].replans >= 1);
+  REQUIRE(r.epochs[0].replans >= 1);
   CHECK(r.epochs[0].batch == std::vector<int>{64, 64});  // the plan the epoch started with
   std::vector<nlohmann::json> replans;
   for (auto& p : records(trace.string(), "plan"))
@@ -153,7 +153,9 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   CHECK(plans[1].at("source") == "embedded-fallback");
 
   std::ifstream f(dir / "checkpoint.bin", std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::ostringstream buf;
+  buf << f.rdbuf();
+  const std::string bytes = buf.str();
   REQUIRE(bytes.size() > 20);
   std::uint64_t n = 0;
   std::memcpy(&n, bytes.data() + 12, sizeof n);  // after the magic and the version
