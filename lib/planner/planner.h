@@ -30,8 +30,9 @@ class Planner {
   // Epoch end: the plan of plan().epoch + 1 from all ranks' reports (identical on every rank,
   // one per rank); it becomes the plan in force.
   virtual Planned next(std::span<const policy::Report> reports) = 0;
-  // Inside the epoch: a re-plan from all ranks' reports over the steps since the last re-plan. A changed plan (for the same epoch) becomes the plan in force and is
-  // returned; nothing when the plan stays.
+  // Inside the epoch: a re-plan from all ranks' reports over the steps since the last re-plan.
+  // A changed plan (for the same epoch) becomes the plan in force and is returned; nothing when
+  // the plan stays.
   virtual std::optional<Planned> rebalance(std::span<const policy::Report> window) = 0;
   // The estimator state of the policy that plans, to continue identically after a resume.
   virtual std::vector<double> state() const = 0;

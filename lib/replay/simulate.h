@@ -7,8 +7,9 @@
 // lib/policy/steps.h (a short last step split in the plan's proportions, the median of step
 // rates) and its planner (lib/planner, embedded); a re-plan every K steps (not after the last
 // one) sees the window's reports (comm_s 0, as in the agent); with re-plans every K steps the
-// next epoch's plan is made from the reports over the epoch's last K steps (`basis`). Steps whose rates and batch sizes do not change are costed together,
-// so a run costs O(epochs x (events + 1) x world) however many steps an epoch has.
+// next epoch's plan is made from the reports over the epoch's last K steps (`basis`). Steps
+// whose rates and batch sizes do not change are costed together, so a run costs
+// O(epochs x (events + 1) x world) however many steps an epoch has.
 #pragma once
 
 #include <cstdint>
