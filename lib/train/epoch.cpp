@@ -157,9 +157,10 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   es.report.step_rate_median = policy::median_rate(std::move(my_rates));
   // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
   // whole epoch (whose median may still describe the time before a change).
-  if (replans)
-    es.plan_reports = history.reports(epoch, st.planner->plan(),
-                                      std::max<std::int64_t>(0, steps - cfg.rebalance_every), steps);
+  if (replans) {
+    const std::int64_t from = std::max<std::int64_t>(0, steps - cfg.rebalance_every);
+    es.plan_reports = history.reports(epoch, st.planner->plan(), from, steps);
+  }
   return es;
 }
 
