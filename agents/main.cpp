@@ -12,23 +12,12 @@
 #include "lib/planner/daemon.h"
 #include "lib/train/trainer.h"
 
-namespace {
-
-dbs::log::Level level_of(const std::string& s) {
-  if (s == "debug") return dbs::log::Level::debug;
-  if (s == "warning") return dbs::log::Level::warn;
-  if (s == "error") return dbs::log::Level::error;
-  return dbs::log::Level::info;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace dbs;
   agent::Options opts;
   int code = 0;
   if (!agent::parse_options(argc, argv, opts, code)) return code;
-  log::set_level(level_of(opts.log_level));
+  log::set_level(log::parse_level(opts.log_level));
 
   comm::MpiRuntime mpi(&argc, &argv);
   std::unique_ptr<comm::Communicator> comm;

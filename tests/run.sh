@@ -1,77 +1,89 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds incrementally, runs every test (doctest
-# suites, MPI tests, end-to-end scripts) and ends with one line "N passed, N failed".
-#   tests/run.sh              everything
-#   tests/run.sh --sanitize   the unit suites again under address + undefined sanitizers
-#   tests/run.sh --quick      unit suites only
+# The test command: installs what is missing, builds incrementally, runs `meson test` and ends
+# with one line "N passed, N failed" (", N skipped" when any), counting meson tests; exits
+# non-zero on any failure. Every test is a meson test(); this script only picks the suites.
 set -uo pipefail
-source "$(dirname "$0")/../agents/setup.sh"
-mode=${1:-all}
-dbs_setup_packages || exit 1
-dbs_build build || { echo "0 passed, 1 failed"; exit 1; }
-cd "$DBS_ROOT"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export DBS_BUILD="$DBS_ROOT/build" DBS_MPIRUN_ARGS="--allow-run-as-root --oversubscribe --bind-to none"
 
-passed=0 failed=0 skipped=0 failures=()
-log_dir=$(mktemp -d /tmp/dbs-tests.XXXXXX)
-
-run_suite() {  # run_suite NAME BINARY: a doctest binary; counts its test cases
-  local name=$1 bin=$2 log="$log_dir/$1.log" line p f s
-  "$bin" --no-colors >"$log" 2>&1
-  local rc=$?
-  line=$(grep '^\[doctest\] test cases:' "$log" | tail -n 1)
-  p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
-  f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
-  s=$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<<"$line")
-  if [ -z "$line" ]; then p=0 f=1 s=0; fi
-  [ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
-  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-  printf '%-28s %4d passed %3d failed\n' "$name" "$p" "$f"
-  if [ "$f" -ne 0 ]; then failures+=("$name"); grep -B2 -A12 'ERROR\|FATAL' "$log" | head -60; fi
+usage() {
+  cat <<'EOF'
+usage: tests/run.sh [--quick | --sanitize | --fuzz | --help]
+  (none)      install, build build/, run the suites unit, mpi, e2e and cluster
+  --quick     the unit suite only
+  --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
+  --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
+  --help      this text
+Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE).
+EOF
 }
 
-run_one() {  # run_one NAME CMD...: one test, exit 0 pass, 77 skip, else fail
-  local name=$1 log="$log_dir/$(basename "$1").log"
-  shift
-  local start=$SECONDS
-  "$@" >"$log" 2>&1
-  local rc=$?
-  case $rc in
-    0) passed=$((passed + 1)); printf '%-28s ok (%ds)\n' "$name" $((SECONDS - start)) ;;
-    77) skipped=$((skipped + 1)); printf '%-28s skipped: %s\n' "$name" "$(tail -n 1 "$log")" ;;
-    *) failed=$((failed + 1)); failures+=("$name"); printf '%-28s FAILED (exit %d)\n' "$name" $rc
-       tail -n 30 "$log" ;;
+mode=all
+for arg in "$@"; do
+  case $arg in
+    -h | --help) usage; exit 0 ;;
+    --quick | --sanitize | --fuzz)
+      if [ "$mode" != all ]; then
+        echo "tests/run.sh: give one of --quick, --sanitize, --fuzz" >&2
+        usage >&2
+        exit 2
+      fi
+      mode=${arg#--} ;;
+    *) echo "tests/run.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
   esac
+done
+
+source "$(dirname "$0")/../agents/setup.sh"
+cd "$DBS_ROOT"
+dbs_setup_packages || exit 1
+
+closing() {  # closing PASSED FAILED SKIPPED: the last line, and the exit status
+  if [ "$3" -gt 0 ]; then echo "$1 passed, $2 failed, $3 skipped"; else echo "$1 passed, $2 failed"; fi
+  [ "$2" -eq 0 ]
 }
 
-if [ "$mode" = "--sanitize" ]; then
-  dbs_build build-sanitize -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dbenchmarks=false || exit 1
-  for bin in build-sanitize/tests/test-*; do
-    case $bin in *mpi*) continue ;; esac
-    [ -x "$bin" ] && [ -f "$bin" ] && run_suite "sanitize/$(basename "$bin")" "$bin"
-  done
-else
-  for bin in build/tests/test-*; do
-    case $bin in *mpi*) continue ;; esac
-    [ -x "$bin" ] && [ -f "$bin" ] && run_suite "$(basename "$bin")" "$bin"
-  done
-  if [ "$mode" != "--quick" ]; then
-    for np in 2 3 4; do
-      [ -x build/tests/test-mpi-ring ] &&
-        run_one "mpi-ring-np$np" timeout 120 mpirun $DBS_MPIRUN_ARGS -np $np build/tests/test-mpi-ring
-    done
-    for t in tests/e2e/*.sh; do
-      [ -f "$t" ] && run_one "e2e/$(basename "$t" .sh)" timeout 600 bash "$t"
-    done
+if [ "$mode" = fuzz ]; then
+  if [ ! -f tests/fuzz/run.sh ]; then
+    echo "tests/run.sh: tests/fuzz/run.sh is missing, there is nothing to fuzz" >&2
+    closing 0 1 0
+    exit
   fi
+  if bash tests/fuzz/run.sh; then closing 1 0 0; else closing 0 1 0; fi
+  exit
 fi
 
-rm -rf "$log_dir"
-[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
-if [ "$skipped" -gt 0 ]; then
-  echo "$passed passed, $failed failed, $skipped skipped"
-else
-  echo "$passed passed, $failed failed"
-fi
-[ "$failed" -eq 0 ]
+dir=build suites=(unit mpi e2e cluster) setup=()
+case $mode in
+  quick) suites=(unit) ;;
+  sanitize)
+    dir=build-sanitize suites=(unit)
+    setup=(-Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dbenchmarks=false) ;;
+esac
+dbs_build "$dir" "${setup[@]}" || { closing 0 1 0; exit; }
+
+# Only the suites that have tests in this build (meson refuses a suite it does not know).
+present=$(meson introspect "$dir" --tests |
+  python3 -c "import json,sys; print(*{s.split(':')[-1] for t in json.load(sys.stdin) for s in t['suite']})")
+args=()
+for s in "${suites[@]}"; do
+  if [[ " $present " == *" $s "* ]]; then args+=(--suite "$s"); else echo "suite $s: no tests in $dir"; fi
+done
+rm -f "$dir/meson-logs/testlog.json"
+meson_rc=0
+[ ${#args[@]} -gt 0 ] && { meson test -C "$dir" --no-rebuild --print-errorlogs "${args[@]}" || meson_rc=$?; }
+
+# The closing line from meson's own record of this run.
+read -r passed failed skipped < <(python3 - "$dir/meson-logs/testlog.json" <<'PY'
+import json, os, sys
+counts = {"ok": 0, "fail": 0, "skip": 0}
+path = sys.argv[1]
+for line in (open(path) if os.path.exists(path) else []):
+    test = json.loads(line)
+    result = test["result"]
+    counts["ok" if result in ("OK", "EXPECTEDFAIL") else "skip" if result == "SKIP" else "fail"] += 1
+    if result == "SKIP":  # a skipped test says why on its last line
+        why = (test.get("stdout") or "").strip().splitlines()
+        print(f"skipped {test['name']}: {why[-1] if why else 'no reason given'}", file=sys.stderr)
+print(counts["ok"], counts["fail"], counts["skip"])
+PY
+)
+[ "$meson_rc" -ne 0 ] && [ "${failed:-0}" -eq 0 ] && failed=1  # meson failed before any test did
+closing "${passed:-0}" "${failed:-1}" "${skipped:-0}"

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "lib/common/error.h"
+
 namespace dbs::log {
 namespace {
 std::mutex g_mutex;
@@ -27,6 +29,13 @@ void set_tag(std::string tag) {
 }
 
 void set_level(Level level) { g_level = static_cast<int>(level); }
+
+Level parse_level(std::string_view word) {
+  for (const Level l : {Level::debug, Level::info, Level::warn, Level::error})
+    if (word == name(l)) return l;
+  throw ConfigError("unknown log level '" + std::string(word) +
+                    "' (expected debug, info, warning or error)");
+}
 
 void write(Level level, std::string_view message) {
   if (static_cast<int>(level) < g_level.load()) return;

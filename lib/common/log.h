@@ -11,6 +11,8 @@ enum class Level { debug = 0, info = 1, warn = 2, error = 3 };
 
 void set_tag(std::string tag);          // prefix for every line, e.g. "rank 0"
 void set_level(Level level);            // lines below it are dropped
+// "debug", "info", "warning" or "error" (the --log-level words); throws ConfigError otherwise.
+Level parse_level(std::string_view name);
 void write(Level level, std::string_view message);
 
 inline void debug(std::string_view m) { write(Level::debug, m); }

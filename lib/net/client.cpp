@@ -1,8 +1,8 @@
 #include "lib/net/client.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "lib/common/format.h"
 #include "lib/proto/codec.h"
 
 namespace dbs::net {
@@ -10,12 +10,6 @@ namespace {
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", s);
-  return buf;
 }
 
 }  // namespace
@@ -80,7 +74,7 @@ void LineClient::attempt() {
   timer_.expires_after(seconds(options_.connect_timeout_s));
   timer_.async_wait([self = shared_from_this(), gen](const error_code& ec) {
     if (ec || gen != self->generation_ || self->state_ != State::connecting) return;
-    self->fail("no connection within " + secs(self->options_.connect_timeout_s));
+    self->fail("no connection within " + format_seconds(self->options_.connect_timeout_s));
   });
   resolver_.async_resolve(
       options_.server.host, std::to_string(options_.server.port),
@@ -192,7 +186,7 @@ void LineClient::arm_heartbeat() {
     if (ec || gen != self->generation_ || self->state_ != State::connected) return;
     const auto now = Clock::now();
     if (now - self->last_received_ > seconds(self->options_.silence_s)) {
-      self->fail("server silent for " + secs(self->options_.silence_s));
+      self->fail("server silent for " + format_seconds(self->options_.silence_s));
       return;
     }
     if (now - self->last_sent_ >= seconds(self->options_.heartbeat_s)) {

@@ -1,8 +1,8 @@
 #include "lib/net/session.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "lib/common/format.h"
 #include "lib/net/address.h"
 #include "lib/net/session_manager.h"
 #include "lib/proto/codec.h"
@@ -133,15 +133,10 @@ void LineSession::close() {
 
 std::string LineSession::overdue(Clock::time_point now) const {
   if (closed_ || closing_) return "";
-  const auto secs = [](double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", s);
-    return std::string(buf);
-  };
   if (reader_.partial() && now - partial_since_ > std::chrono::duration<double>(limits_.line_s))
-    return "message not completed within " + secs(limits_.line_s) + " s";
+    return "message not completed within " + format_seconds(limits_.line_s);
   if (now - last_line_ > std::chrono::duration<double>(idle_limit_s_))
-    return "no message for " + secs(idle_limit_s_) + " s";
+    return "no message for " + format_seconds(idle_limit_s_);
   return "";
 }
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "lib/common/error.h"
+#include "lib/common/format.h"
+#include "lib/common/hash.h"
 #include "lib/common/log.h"
 #include "lib/net/asio.h"
 #include "lib/net/client.h"
@@ -22,17 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", s);
-  return buf;
-}
-
 // FNV-1a of the plan's encoding; never 0 (0 = no plan).
 std::uint64_t fingerprint(const std::string& job, const policy::Plan& plan) {
   const std::string bytes = proto::encode(proto::PlanMsg{job, plan});
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  const std::uint64_t h = fnv1a(bytes.data(), bytes.size());
   return h == 0 ? 1 : h;
 }
 
@@ -190,7 +185,7 @@ std::optional<policy::Plan> Daemon::wait_plan(std::int64_t epoch, std::string& w
       if (!refusal_.empty()) {
         why = "the daemon refused: " + refusal_;
       } else if (connected_) {
-        why = "no plan from the daemon within " + secs(options_.timeout_s);
+        why = "no plan from the daemon within " + format_seconds(options_.timeout_s);
       } else {
         why = "daemon at " + options_.address + " unreachable (" +
               (lost_why_.empty() ? "no connection yet" : lost_why_) + ")";

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/format.h"
 #include "lib/policy/policy.h"
 
 namespace dbs::policy::detail {
@@ -24,9 +25,6 @@ void check_current(const Plan& current, const PolicyConfig& config);
 
 // plan.throughput, predicted_epoch_s and ideal_epoch_s for throughputs v (0 = unknown rank).
 void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch);
-
-// printf into a std::string (C locale number formatting).
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // How apportion hands out the leftover samples after every rank got floor(x_i) of its exact
 // share x_i: largest_remainder to the largest x_i - floor(x_i); least_step_time to the ranks

@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 #include <numeric>
 #include <utility>
 
@@ -14,15 +12,6 @@
 
 namespace dbs::policy {
 namespace detail {
-
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, int{sizeof buf} - 1)));
-}
 
 int max_batch_of(const PolicyConfig& config) {
   return config.max_batch == 0 ? config.global_batch : config.max_batch;

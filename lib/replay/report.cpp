@@ -1,22 +1,13 @@
 #include "lib/replay/report.h"
 
-#include <algorithm>
-#include <cstdio>
 #include <utility>
 
+#include "lib/chart/chart.h"
+#include "lib/common/format.h"
 #include "lib/replay/summary.h"
-#include "lib/replay/svg.h"
 
 namespace dbs::replay {
 namespace {
-
-constexpr std::size_t kLinesUpTo = 8;  // ranks drawn one line each; more are drawn as bands
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
 
 // A per-rank quantity over the run, piecewise constant: values[k] (one per rank) holds over
 // [x[k], x[k+1]) in 1-based fractional epochs.
@@ -25,9 +16,11 @@ struct Pieces {
   std::vector<std::vector<double>> values;
 };
 
-svg::Series series(std::string label, std::string color, std::vector<double> x,
-                   std::vector<double> y = {}) {
-  svg::Series s;
+std::string fixed(double x) { return format("%.3f", x); }
+
+chart::Series series(std::string label, std::string color, std::vector<double> x,
+                     std::vector<double> y = {}) {
+  chart::Series s;
   s.label = std::move(label);
   s.color = std::move(color);
   s.x = std::move(x);
@@ -35,43 +28,7 @@ svg::Series series(std::string label, std::string color, std::vector<double> x,
   return s;
 }
 
-double quantile(std::vector<double>& sorted_scratch, double q) {
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(sorted_scratch.size() - 1) + 0.5);
-  return sorted_scratch[k];
-}
-
-// One step line per rank, or for many ranks the spread: min-max and p10-p90 bands, the median.
-std::vector<svg::Series> per_rank(const Pieces& p) {
-  std::vector<svg::Series> out;
-  if (p.values.empty()) return out;
-  const std::size_t world = p.values.front().size();
-  if (world <= kLinesUpTo) {
-    for (std::size_t i = 0; i < world; ++i) {
-      svg::Series s = series("rank " + std::to_string(i), svg::color(i), p.x);
-      s.step = true;
-      for (const auto& v : p.values) s.y.push_back(v[i]);
-      out.push_back(std::move(s));
-    }
-    return out;
-  }
-  svg::Series wide = series("min-max", "#1f77b4", p.x);
-  svg::Series mid = series("10th-90th percentile", "#1f77b4", p.x);
-  svg::Series median = series("median", "#0b3d66", p.x);
-  wide.step = mid.step = median.step = wide.band = mid.band = true;
-  wide.opacity = 0.15;
-  mid.opacity = 0.35;
-  std::vector<double> scratch;
-  for (const auto& v : p.values) {
-    scratch = v;
-    std::sort(scratch.begin(), scratch.end());
-    wide.y.push_back(scratch.front());
-    wide.high.push_back(scratch.back());
-    mid.y.push_back(quantile(scratch, 0.1));
-    mid.high.push_back(quantile(scratch, 0.9));
-    median.y.push_back(quantile(scratch, 0.5));
-  }
-  return {wide, mid, median};
-}
+std::vector<chart::Series> per_rank(const Pieces& p) { return chart::per_rank(p.x, p.values, true); }
 
 Pieces throughput_pieces(const Cluster& c) {
   Pieces p;
@@ -102,24 +59,24 @@ Pieces batch_pieces(const SimResult& r, const Cluster& c) {
 }
 
 std::string time_chart(const Replay& r) {
-  svg::Chart c{"Epoch time per policy against ideal", "epoch", "seconds", {}, true};
+  chart::Chart c{"Epoch time per policy against ideal", "epoch", "seconds", {}, true};
   std::vector<double> x;
   for (std::size_t e = 0; e < r.recorded_s.size(); ++e) x.push_back(static_cast<double>(e + 1));
   for (std::size_t k = 0; k < r.results.size(); ++k) {
-    svg::Series s = series(r.results[k].config.policy, svg::color(k), x);
+    chart::Series s = series(r.results[k].config.policy, chart::color(k), x);
     for (const EpochRun& e : r.results[k].epochs) s.y.push_back(e.time_s);
     s.markers = true;
     c.series.push_back(std::move(s));
   }
-  svg::Series ideal = series("ideal", "#777777", x);
+  chart::Series ideal = series("ideal", "#777777", x);
   for (const EpochRun& e : r.results.front().epochs) ideal.y.push_back(e.ideal_s);
   ideal.dashed = true;
   c.series.push_back(std::move(ideal));
-  svg::Series rec = series("recorded (" + r.header.policy + ")", "#000000", x, r.recorded_s);
+  chart::Series rec = series("recorded (" + r.header.policy + ")", "#000000", x, r.recorded_s);
   rec.dashed = true;
   rec.markers = true;
   c.series.push_back(std::move(rec));
-  return svg::render(c);
+  return chart::render(c);
 }
 
 std::string summary_table(const Replay& r) {
@@ -127,14 +84,14 @@ std::string summary_table(const Replay& r) {
       "<table><tr><th>policy</th><th>total s</th><th>ideal s</th><th>efficiency</th>"
       "<th>plan changes</th><th>speedup over static</th></tr>\n";
   for (const SimResult& res : r.results) {
-    t += "<tr><td>" + svg::escape(res.config.policy) + "</td><td>" + fixed(res.total_s, 3) +
-         "</td><td>" + fixed(res.ideal_s, 3) + "</td><td>" + fixed(res.efficiency(), 3) +
-         "</td><td>" + std::to_string(res.changes) + "</td><td>" + fixed(r.speedup(res), 3) +
+    t += "<tr><td>" + chart::escape(res.config.policy) + "</td><td>" + fixed(res.total_s) +
+         "</td><td>" + fixed(res.ideal_s) + "</td><td>" + fixed(res.efficiency()) +
+         "</td><td>" + std::to_string(res.changes) + "</td><td>" + fixed(r.speedup(res)) +
          "x</td></tr>\n";
   }
-  t += "<tr><td>recorded run (" + svg::escape(r.header.policy) + ")</td><td>" +
-       fixed(r.recorded_total_s, 3) + "</td><td></td><td></td><td></td><td>" +
-       (r.recorded >= 0 ? "replay error " + fixed(100 * r.error(), 1) + "%" : std::string()) +
+  t += "<tr><td>recorded run (" + chart::escape(r.header.policy) + ")</td><td>" +
+       fixed(r.recorded_total_s) + "</td><td></td><td></td><td></td><td>" +
+       (r.recorded >= 0 ? "replay error " + format("%.1f", 100 * r.error()) + "%" : std::string()) +
        "</td></tr>\n";
   return t + "</table>\n";
 }
@@ -142,17 +99,17 @@ std::string summary_table(const Replay& r) {
 std::string epoch_table(const Replay& r) {
   std::string t = "<table><tr><th>epoch</th>";
   for (const SimResult& res : r.results) {
-    t += "<th>" + svg::escape(res.config.policy) + " s</th><th>changes</th>";
+    t += "<th>" + chart::escape(res.config.policy) + " s</th><th>changes</th>";
   }
   t += "<th>ideal s</th><th>recorded s</th></tr>\n";
   for (std::size_t e = 0; e < r.recorded_s.size(); ++e) {
     t += "<tr><td>" + std::to_string(e + 1) + "</td>";
     for (const SimResult& res : r.results) {
-      t += "<td>" + fixed(res.epochs[e].time_s, 3) + "</td><td>" +
+      t += "<td>" + fixed(res.epochs[e].time_s) + "</td><td>" +
            std::to_string(res.epochs[e].changes) + "</td>";
     }
-    t += "<td>" + fixed(r.results.front().epochs[e].ideal_s, 3) + "</td><td>" +
-         fixed(r.recorded_s[e], 3) + "</td></tr>\n";
+    t += "<td>" + fixed(r.results.front().epochs[e].ideal_s) + "</td><td>" +
+         fixed(r.recorded_s[e]) + "</td></tr>\n";
   }
   return t + "</table>\n";
 }
@@ -163,32 +120,32 @@ std::string html_report(const Replay& r) {
   const Header& h = r.header;
   std::string o =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>dbs replay: " +
-      svg::escape(r.path) +
+      chart::escape(r.path) +
       "</title>\n<style>body{font-family:sans-serif;max-width:800px;margin:2em auto;color:#222}"
       "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
       "text-align:right}td:first-child,th:first-child{text-align:left}"
       "p.note{color:#555;font-size:90%}</style></head><body>\n";
-  o += "<h1>dbs replay</h1>\n<p>Trace <code>" + svg::escape(r.path) +
+  o += "<h1>dbs replay</h1>\n<p>Trace <code>" + chart::escape(r.path) +
        "</code>: " + std::to_string(h.world) + " ranks, global batch " +
        std::to_string(h.global_batch) + ", " + std::to_string(h.train_samples) +
        " samples per epoch (" + std::to_string(r.cluster.steps()) + " steps), " +
        std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
-       svg::escape(h.policy) + "</code>.</p>\n";
-  o += "<p class=\"note\">Model: " + svg::escape(describe_model(r)) +
+       chart::escape(h.policy) + "</code>.</p>\n";
+  o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) +
        ". Ideal: every step split in proportion to the throughputs, plus allreduce and "
        "overhead. Throughputs are the ground truth read from the trace; time runs in epochs of "
        "training progress.</p>\n";
   o += "<h2>Summary</h2>\n" + summary_table(r);
   o += time_chart(r);
   o += "<h2>Throughput per rank</h2>\n";
-  svg::Chart tp{"Throughput per rank (ground truth)", "epoch", "samples/s",
+  chart::Chart tp{"Throughput per rank (ground truth)", "epoch", "samples/s",
                 per_rank(throughput_pieces(r.cluster)), true};
-  o += svg::render(tp);
+  o += chart::render(tp);
   o += "<h2>Batch size per rank</h2>\n";
   for (const SimResult& res : r.results) {
-    svg::Chart b{"Batch size per rank: " + res.config.policy, "epoch", "samples per step",
+    chart::Chart b{"Batch size per rank: " + res.config.policy, "epoch", "samples per step",
                  per_rank(batch_pieces(res, r.cluster)), true};
-    o += svg::render(b);
+    o += chart::render(b);
   }
   o += "<h2>Per epoch</h2>\n<details><summary>simulated, ideal and recorded seconds per "
        "epoch</summary>\n" +

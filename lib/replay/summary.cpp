@@ -1,21 +1,11 @@
 #include "lib/replay/summary.h"
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
+
+#include "lib/common/format.h"
 
 namespace dbs::replay {
 namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[256];
-  va_list args;
-  va_start(args, fmt);
-  const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return std::string(buf, static_cast<std::size_t>(std::clamp(n, 0, int{sizeof buf} - 1)));
-}
 
 std::string seconds(double s) {
   return format(s < 1e5 ? "%.3f" : "%.0f", s);

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "lib/common/error.h"
+#include "lib/common/hash.h"
 #include "lib/common/log.h"
 #include "lib/nn/model.h"
 #include "lib/train/state.h"
@@ -41,15 +42,9 @@ std::vector<std::string> gather_hosts(comm::Communicator& comm) {
 
 // FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
 std::uint64_t fingerprint(const policy::Plan& plan, std::span<const float> params) {
-  std::uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  };
-  mix(plan.batch.data(), plan.batch.size() * sizeof(int));
-  mix(plan.offset.data(), plan.offset.size() * sizeof(int));
-  mix(params.data(), params.size_bytes());
-  return h;
+  std::uint64_t h = fnv1a(plan.batch.data(), plan.batch.size() * sizeof(int));
+  h = fnv1a(plan.offset.data(), plan.offset.size() * sizeof(int), h);
+  return fnv1a(params.data(), params.size_bytes(), h);
 }
 
 void check_agreement(comm::Communicator& comm, const policy::Plan& plan,

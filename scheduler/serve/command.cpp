@@ -11,15 +11,8 @@
 namespace dbs::scheduler {
 namespace {
 
-log::Level level_of(const std::string& s) {
-  if (s == "debug") return log::Level::debug;
-  if (s == "warning") return log::Level::warn;
-  if (s == "error") return log::Level::error;
-  return log::Level::info;
-}
-
 int serve(const ServeOptions& o) {
-  log::set_level(level_of(o.log_level));
+  log::set_level(log::parse_level(o.log_level));
   log::set_tag("dbs-scheduler");
   try {
     Daemon daemon(o);

@@ -1,8 +1,8 @@
 #include "scheduler/serve/job.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "lib/common/format.h"
 #include "lib/proto/codec.h"
 #include "lib/trace/trace.h"
 
@@ -17,15 +17,13 @@ std::string e1(std::int64_t epoch) {
 
 // "; no report from rank 1 within 30 s: planned from its last report"
 std::string missing_note(const std::vector<int>& missing, double timeout_s) {
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%g", timeout_s);
   std::string ranks;
   for (std::size_t i = 0; i < missing.size() && i < 8; ++i)
     ranks += (i > 0 ? ", " : "") + std::to_string(missing[i]);
   if (missing.size() > 8) ranks += " and " + std::to_string(missing.size() - 8) + " more";
   const bool one = missing.size() == 1;
-  return std::string("; no report from rank") + (one ? " " : "s ") + ranks + " within " + secs +
-         " s: planned from " + (one ? "its" : "their") + " last report";
+  return std::string("; no report from rank") + (one ? " " : "s ") + ranks + " within " +
+         format_seconds(timeout_s) + ": planned from " + (one ? "its" : "their") + " last report";
 }
 
 double rate(const policy::Report& r) {

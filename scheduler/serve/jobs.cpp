@@ -1,9 +1,9 @@
 #include "scheduler/serve/jobs.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 #include "lib/common/log.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
@@ -70,10 +70,8 @@ void JobTable::sweep() {
   for (const auto& [id, live] : jobs_)
     if (!live->finished && live->connected() == 0 && now - live->last_seen > limit)
       abandoned.push_back(id);
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%g", abandon_after_s_);
   for (const auto& id : abandoned)
-    finish(*jobs_.at(id), std::string("abandoned: no rank connected for ") + secs + " s");
+    finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(abandon_after_s_));
 }
 
 LiveJob& JobTable::create(const proto::RegisterMsg& m) {

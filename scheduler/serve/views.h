@@ -25,11 +25,4 @@ std::string render_metrics(const JobTable& jobs, const Stats& stats);
 nlohmann::json render_status(const JobTable& jobs, const Stats& stats);
 std::string render_page(const JobTable& jobs, const Stats& stats);
 
-// An SVG line chart, one line per series, x = epochs (1-based). Well-formed XML; text escaped.
-std::string svg_chart(const std::string& title, const std::string& unit,
-                      const std::vector<std::int64_t>& epochs,
-                      const std::vector<std::vector<double>>& series,
-                      const std::vector<std::string>& names);
-std::string escape_xml(const std::string& text);
-
 }  // namespace dbs::scheduler

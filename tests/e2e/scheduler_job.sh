@@ -63,13 +63,16 @@ svg = "{http://www.w3.org/2000/svg}"
 charts = root.findall(f".//{svg}svg")
 assert len(charts) == 2, len(charts)
 for chart in charts:
+    _, _, width, height = map(float, chart.get("viewBox").split())
     lines = chart.findall(f"{svg}polyline")
     assert len(lines) == 2, len(lines)         # ranks 0 and 1
     for line in lines:
         points = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
-        assert len(points) == 3, points       # epochs 1..3
-        assert all(0 <= x <= 520 and 0 <= y <= 220 for x, y in points), points
+        assert len(points) == 6, points       # epochs 1..3, each a horizontal step
+        assert all(points[k][1] == points[k + 1][1] for k in range(0, 6, 2)), points
+        assert all(0 <= x <= width and 0 <= y <= height for x, y in points), points
     assert chart.find(f"{svg}title") is not None
+    assert "epoch" in [t.text for t in chart.iter(f"{svg}text")]   # the x axis title
 print("page: 2 charts, 2 ranks x 3 epochs each")
 PY
 

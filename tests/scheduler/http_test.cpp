@@ -60,6 +60,10 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   CHECK(page.find("<h2>job web") != std::string::npos);
   CHECK(page.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   CHECK(page.find("<polyline") != std::string::npos);
+  for (const char* want : {">epoch</text>", ">samples per step</text>", ">samples/s</text>"}) {
+    CAPTURE(want);
+    CHECK(page.find(want) != std::string::npos);  // axis titles, as in the replay report
+  }
 
   CHECK(get(daemon.http_port(), "/nope").find("HTTP/1.1 404 Not Found") == 0);
   SocketClient post(daemon.http_port());

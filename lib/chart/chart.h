@@ -1,0 +1,63 @@
+// Inline-SVG charts for the daemon's status page and the replay report: lines, step lines and
+// shaded bands on linear axes with round ticks and axis titles. The output is well-formed XML
+// (the status page is served as XHTML) and self-contained: no scripts, nothing fetched.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dbs::chart {
+
+// One thing drawn. A step series holds y[k] over [x[k], x[k+1]), so x has one more entry than y;
+// other series join the points (x[k], y[k]). A band shades between y (low edge) and high.
+struct Series {
+  std::string label;  // in the legend; empty = not listed
+  std::string color;  // CSS colour
+  std::vector<double> x, y;
+  std::vector<double> high;  // band only: upper edge, same size as y
+  bool step = false;
+  bool band = false;
+  bool dashed = false;
+  bool markers = false;   // small circles at the points
+  double opacity = 0.25;  // band fill
+};
+
+struct Chart {
+  std::string title;
+  std::string x_label;  // axis titles, units included ("samples/s")
+  std::string y_label;
+  std::vector<Series> series;  // drawn in order (bands first reads best)
+  bool y_from_zero = true;
+  bool x_whole = true;  // x ticks on whole numbers only (epochs)
+  double width = 760;   // px, the plot with its axes; the legend adds rows below
+  double height = 300;
+};
+
+// The chart as one <svg> element with a <title>.
+std::string render(const Chart& chart);
+
+// Text safe in HTML/XML content and attributes: & < > " ' escaped, control characters other
+// than tab and newline (not allowed in XML 1.0) replaced by '?'.
+std::string escape(std::string_view text);
+
+// Colour k of a palette of 10 that stay apart on white.
+std::string color(std::size_t k);
+
+// A round tick spacing (1, 2 or 5 x 10^k) giving about `count` intervals over span > 0.
+double nice_step(double span, int count);
+
+// Ticks `step` apart from the multiple of step at or below lo to the one at or above hi.
+std::vector<double> nice_ticks(double lo, double hi, double step);
+
+// More ranks than this are drawn as their spread, not one line each.
+inline constexpr std::size_t kLinesUpTo = 8;
+
+// Per-rank values over x: rows[k][i] is rank i's value at x[k] (for step series over
+// [x[k], x[k+1]), so x has rows.size() + 1 entries). Up to kLinesUpTo ranks: one line per rank
+// labelled "rank i"; more: min-max and 10th-90th percentile bands and the median line.
+std::vector<Series> per_rank(const std::vector<double>& x,
+                             const std::vector<std::vector<double>>& rows, bool step);
+
+}  // namespace dbs::chart

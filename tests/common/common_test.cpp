@@ -1,0 +1,44 @@
+// The small shared helpers of lib/common: format, format_seconds, fnv1a, log::parse_level.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "lib/common/error.h"
+#include "lib/common/format.h"
+#include "lib/common/hash.h"
+#include "lib/common/log.h"
+
+using namespace dbs;
+
+TEST_CASE("Format.Printf.LongerThanAnyBuffer") {
+  CHECK(format("%d ranks, %.2f s", 3, 1.5) == "3 ranks, 1.50 s");
+  const std::string long_text(1000, 'x');
+  const std::string out = format("<%s>", long_text.c_str());
+  CHECK(out.size() == 1002);
+  CHECK(out == "<" + long_text + ">");
+  CHECK(format("%s", "").empty());
+}
+
+TEST_CASE("Format.Seconds.ShortestForm") {
+  CHECK(format_seconds(30) == "30 s");
+  CHECK(format_seconds(0.5) == "0.5 s");
+  CHECK(format_seconds(86400) == "86400 s");
+}
+
+TEST_CASE("Hash.Fnv1a.ReferenceVectors") {
+  CHECK(fnv1a("", 0) == 0xcbf29ce484222325ULL);
+  CHECK(fnv1a("a", 1) == 0xaf63dc4c8601ec8cULL);
+  CHECK(fnv1a("foobar", 6) == 0x85944171f73967e8ULL);
+  // Chained calls hash the concatenation.
+  CHECK(fnv1a("bar", 3, fnv1a("foo", 3)) == fnv1a("foobar", 6));
+}
+
+TEST_CASE("Log.ParseLevel.TheOptionWordsOnly") {
+  CHECK(log::parse_level("debug") == log::Level::debug);
+  CHECK(log::parse_level("info") == log::Level::info);
+  CHECK(log::parse_level("warning") == log::Level::warn);
+  CHECK(log::parse_level("error") == log::Level::error);
+  CHECK_THROWS_WITH_AS(log::parse_level("warn"),
+                       "unknown log level 'warn' (expected debug, info, warning or error)",
+                       ConfigError);
+}
