@@ -86,6 +86,7 @@ JobConfig config_from_json(const json& j) {
   c.min_gain = f.number("min_gain");
   if (c.min_gain < 0 || c.min_gain >= 1)
     invalid("field 'min_gain' must be a number in [0, 1), got " + detail::describe(j["min_gain"]));
+  check_bounds(c);
   return c;
 }
 
@@ -124,6 +125,7 @@ policy::Plan plan_from_json(const json& j) {
             std::to_string(p.global_batch));
   if (p.offset != policy::offsets_of(p.batch))
     invalid("plan offsets do not follow from its batch sizes");
+  check_bounds(p);
   return p;
 }
 
@@ -145,6 +147,7 @@ policy::Report report_from_json(const json& j) {
   r.compute_s = f.time("compute_s");
   r.comm_s = f.time("comm_s");
   r.step_rate_median = f.time("step_rate_median");
+  check_bounds(r);
   return r;
 }
 
