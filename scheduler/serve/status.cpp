@@ -1,6 +1,7 @@
 // render_status: /status as JSON.
 #include <algorithm>
 
+#include "lib/chart/chart.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/views.h"
 
@@ -77,8 +78,8 @@ std::string render_quarantine(const JobTable& jobs) {
   for (const auto& q : jobs.quarantined())
     s += "<li>" +
          (q.job.empty() ? std::string("unreadable journal lines")
-                        : "job '" + escape_xml(q.job) + "'") +
-         ": " + escape_xml(q.why) + " (moved to " + escape_xml(q.path) + ")</li>";
+                        : "job '" + chart::escape(q.job) + "'") +
+         ": " + chart::escape(q.why) + " (moved to " + chart::escape(q.path) + ")</li>";
   if (s.empty()) return s;
   return "<h2>Quarantined at restore</h2><ul>" + s + "</ul>";
 }
