@@ -9,6 +9,7 @@
 #include "lib/common/cli.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
+#include "lib/nn/simd.h"
 #include "lib/nn/threads.h"
 #include "lib/train/trainer.h"
 
@@ -39,11 +40,12 @@ int main(int argc, char** argv) {
   }
   log::set_tag("rank " + std::to_string(comm->rank()));
   try {
+    nn::use_simd(opts.simd);
     nn::ThreadLimit threads(opts.train.threads);
     opts.train.threads = threads.threads();
     log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) of " +
               std::to_string(nn::available_threads()) + " available, " +
-              std::to_string(comm->size()) + " rank(s)");
+              std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels");
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<agent::DaemonPlanner> planner;
     if (!opts.scheduler.address.empty())
