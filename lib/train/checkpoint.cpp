@@ -85,13 +85,6 @@ class Cursor {
   std::size_t pos_ = 0;
 };
 
-// FNV-1a over the file: equal copies have equal digests.
-std::uint64_t digest(const std::string& bytes) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char b : bytes) h = (h ^ static_cast<unsigned char>(b)) * 1099511628211ULL;
-  return h;
-}
-
 struct Parsed {
   nlohmann::json meta;
   int world = 0;                     // ranks of the run that wrote it
@@ -127,19 +120,33 @@ Parsed parse(const std::string& path, const std::string& bytes) {
   return p;
 }
 
+// FNV-1a over what is resumed: the header without the finished epochs' results (each rank
+// records its own wall times there) and the parameter and optimizer bytes.
+std::uint64_t state_digest(const Parsed& p) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](std::string_view bytes) {
+    for (const char b : bytes) h = (h ^ static_cast<unsigned char>(b)) * 1099511628211ULL;
+  };
+  nlohmann::json meta = p.meta;
+  meta.erase("results");
+  mix(meta.dump());
+  mix(p.params);
+  mix(p.optimizer);
+  return h;
+}
+
 // What one rank found in its checkpoint folder; allgathered before anything is restored.
 struct Found {
   std::int64_t next_epoch = -1;  // -1: no checkpoint
-  std::uint64_t digest = 0;
-  std::uint64_t size = 0;
+  std::uint64_t digest = 0;      // state_digest
+  std::uint64_t size = 0;        // bytes of the file
 };
 
 std::string describe(const Found& f) {
   if (f.next_epoch < 0) return "no checkpoint";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(f.digest));
-  return "a checkpoint after epoch " + std::to_string(f.next_epoch) + " (" +
-         std::to_string(f.size) + " bytes, digest " + buf + ")";
+  return "a checkpoint after epoch " + std::to_string(f.next_epoch) + " (state digest " + buf + ")";
 }
 
 // The rank whose copy everyone resumes (-1: none has one). Throws ConfigError naming every rank
@@ -204,8 +211,9 @@ Resumed load_checkpoint(State& st) {
     std::ostringstream buf;
     buf << f.rdbuf();
     bytes = buf.str();
-    mine.next_epoch = parse(path, bytes).meta.at("next_epoch").get<std::int64_t>();
-    mine.digest = digest(bytes);
+    const Parsed p = parse(path, bytes);
+    mine.next_epoch = p.meta.at("next_epoch").get<std::int64_t>();
+    mine.digest = state_digest(p);
     mine.size = bytes.size();
   }
   std::vector<Found> all(static_cast<std::size_t>(world));

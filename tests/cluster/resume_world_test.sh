@@ -7,10 +7,11 @@ source "$(dirname "$0")/lib/test.bash"
 NODES=4 DBS_CLUSTER_NODES=4 DBS_CLUSTER_QUOTAS=1.0,0.5,0.25,0.5
 export DBS_CLUSTER_NODES DBS_CLUSTER_QUOTAS
 test_cluster_up
-args=("${SMALL[@]}" --policy static --save-weights "$DIR/local/weights.bin")
+args=("${SMALL[@]}" --policy static)
 n1=$DIR/nodes/node1/local
 
-DBS_OUT=$DIR/local/straight submit "$DIR/straight.log" -N 3 -w node[1-3] -- "${args[@]}" --epochs 2 ||
+DBS_OUT=$DIR/local/straight submit "$DIR/straight.log" -N 3 -w node[1-3] -- "${args[@]}" --epochs 2 \
+  --save-weights "$DIR/local/straight/weights.bin" ||
   { cat "$DIR/straight.log"; fail "the uninterrupted job failed"; }
 DBS_OUT=$DIR/local/w3 submit "$DIR/first.log" -N 3 -w node[1-3] -- "${args[@]}" --epochs 1 ||
   { cat "$DIR/first.log"; fail "the first epoch on 3 nodes failed"; }
@@ -19,12 +20,15 @@ cp -a "$DIR/nodes/node1/local/w3" "$DIR/nodes/node1/local/stale"  # for the disa
 
 for n in 2 4; do
   log=$DIR/resume-$n.log
-  DBS_OUT=$DIR/local/w$n submit "$log" -N "$n" -w "node[1-$n]" -- "${args[@]}" --epochs 2 ||
+  out=w3  # on 2 nodes the 3-rank checkpoint in place; on 4 its copy, with none on node4
+  [ $n -eq 4 ] && out=w4
+  DBS_OUT=$DIR/local/$out submit "$log" -N "$n" -w "node[1-$n]" -- "${args[@]}" --epochs 2 \
+    --save-weights "$DIR/local/$out/weights.bin" ||
     { cat "$log"; fail "resume on $n nodes failed"; }
   cat "$log"
   grep -q "checkpoint of 3 ranks resumed on $n" "$log" || fail "no resume message for $n ranks"
   [ $n -eq 4 ] && { grep -q "no checkpoint in .* on node4" "$log" || fail "node4 should report it had no copy"; }
-  python3 - "$n1/w$n/trace.jsonl" "$n" <<'PY' || fail "trace check ($n ranks)"
+  python3 - "$n1/$out/trace.jsonl" "$n" <<'PY' || fail "trace check ($n ranks)"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 n = int(sys.argv[2])
@@ -36,7 +40,7 @@ evals = [r["epoch"] for r in recs if r["type"] == "eval"]
 assert evals == [1, 2], evals
 print("trace: plan for epoch 2 re-made:", resume[0]["batch"], resume[0]["reason"])
 PY
-  read -r diff scale < <(python3 "$TESTS/lib/weights_diff.py" "$n1/straight/weights.bin" "$n1/w$n/weights.bin")
+  read -r diff scale < <(python3 "$TESTS/lib/weights_diff.py" "$n1/straight/weights.bin" "$n1/$out/weights.bin")
   echo "resumed on $n ranks: max |w - w_straight| = $diff (max |w| = $scale)"
   python3 -c "import sys; sys.exit(0 if $diff <= 1e-4 * max(1.0, $scale) else 1)" ||
     fail "resumed on $n ranks, the parameters are not those of the uninterrupted run"
@@ -44,7 +48,7 @@ done
 
 # Node-local copies that disagree: node2 holds a checkpoint after epoch 2, the others after 1.
 for k in 1 3; do cp -a "$DIR/nodes/node1/local/stale" "$DIR/nodes/node$k/local/mixed"; done
-cp -a "$DIR/nodes/node2/local/w2" "$DIR/nodes/node2/local/mixed"
+cp -a "$DIR/nodes/node2/local/w3" "$DIR/nodes/node2/local/mixed"
 rc=0
 DBS_OUT=$DIR/local/mixed submit "$DIR/mixed.log" -N 3 -w node[1-3] -- "${args[@]}" --epochs 3 || rc=$?
 cat "$DIR/mixed.log"
