@@ -2,6 +2,7 @@
 // any error on any rank ends the whole job (MPI_Abort) instead of leaving the others hanging.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "agents/daemon_planner.h"
 #include "agents/options.h"
@@ -46,6 +47,11 @@ int main(int argc, char** argv) {
     log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) of " +
               std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels");
+    // Rank 0's output folders exist before training, not only when its end writes into them.
+    if (comm->rank() == 0)
+      for (const std::string* p : {&opts.train.summary_path, &opts.train.save_weights})
+        if (const auto dir = std::filesystem::path(*p).parent_path(); !dir.empty())
+          std::filesystem::create_directories(dir);
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<agent::DaemonPlanner> planner;
     if (!opts.scheduler.address.empty())

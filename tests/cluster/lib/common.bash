@@ -67,7 +67,7 @@ cluster_exec() {
   local k=$1
   shift
   [ -e "/run/netns/dbsc-node$k" ] || { echo "cluster: no node$k (is the cluster up?)" >&2; return 2; }
-  nsenter --net="/run/netns/dbsc-node$k" --uts="$DIR/ns/node$k.uts" --mount="$DIR/ns/node$k.mnt" \
+  nsenter --net="/run/netns/dbsc-node$k" --uts="$DIR/ns/node$k.uts" --mount="$DIR/ns/node$k.mnt" --wd="$PWD" \
     -- sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CLUSTER_CGROUP/node$k" "$@"
 }
 
