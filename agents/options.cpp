@@ -61,7 +61,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB");
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str();
+  app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}));
   app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   if (auto code = cli::parse(app, argc, argv, "dbs-agent")) {
     exit_code = *code;

@@ -56,6 +56,7 @@ else
     case $bin in *mpi*) continue ;; esac
     [ -x "$bin" ] && [ -f "$bin" ] && run_suite "$(basename "$bin")" "$bin"
   done
+  run_one nn-baseline-isa bash tests/nn/baseline_isa.sh build/agents/dbs-agent
   if [ "$mode" != "--quick" ]; then
     for np in 2 3 4; do
       [ -x build/tests/test-mpi-ring ] &&
@@ -63,6 +64,11 @@ else
     done
     for t in tests/e2e/*.sh; do
       [ -f "$t" ] && run_one "e2e/$(basename "$t" .sh)" timeout 600 bash "$t"
+    done
+    # The cluster suite (tests/cluster/, registered in meson as suite `cluster`): each test skips
+    # (77, reason last) where the cluster cannot be built.
+    for t in tests/cluster/*_test.sh; do
+      [ -f "$t" ] && run_one "cluster/$(basename "$t" .sh)" timeout 900 bash "$t"
     done
   fi
 fi
