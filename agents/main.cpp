@@ -2,12 +2,14 @@
 // any error on any rank ends the whole job (MPI_Abort) instead of leaving the others hanging.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "agents/options.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
+#include "lib/nn/simd.h"
 #include "lib/nn/threads.h"
 #include "lib/planner/daemon.h"
 #include "lib/train/trainer.h"
@@ -28,11 +30,17 @@ int main(int argc, char** argv) {
   }
   log::set_tag("rank " + std::to_string(comm->rank()));
   try {
+    nn::use_simd(opts.simd);
     nn::ThreadLimit threads(opts.train.threads);
     opts.train.threads = threads.threads();
     log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) of " +
               std::to_string(nn::available_threads()) + " available, " +
-              std::to_string(comm->size()) + " rank(s)");
+              std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels");
+    // Rank 0's output folders exist before training, not only when its end writes into them.
+    if (comm->rank() == 0)
+      for (const std::string* p : {&opts.train.summary_path, &opts.train.save_weights})
+        if (const auto dir = std::filesystem::path(*p).parent_path(); !dir.empty())
+          std::filesystem::create_directories(dir);
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<planner::Planner> daemon;
     if (!opts.scheduler.address.empty())

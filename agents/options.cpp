@@ -4,6 +4,7 @@
 
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
+#include "lib/common/terminal.h"
 #include "lib/net/address.h"
 
 namespace dbs::agent {
@@ -22,7 +23,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string scaling = "none";
   std::vector<std::string> disturb;
-  bool no_progress = false;
+  bool no_progress = false, progress = false;
   app.add_option("--data", c.data_dir, "directory of the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--model", c.model, "model: cnn (case study, 690,590 params) or lenet (small)")->capture_default_str();
   app.add_option("--epochs", c.epochs, "epochs to train")->capture_default_str()->check(CLI::PositiveNumber);
@@ -52,13 +53,15 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint");
   app.add_option("--save-weights", c.save_weights, "write the final weights here (rank 0)");
   app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)");
-  app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
+  app.add_flag("--progress", progress, "a progress bar on rank 0's stdout, even when the job's output is not a terminal");
+  app.add_flag("--no-progress", no_progress, "no progress bar (default: a bar when the job's output is a terminal; under mpirun, mpirun's stdout)");
   planner::DaemonOptions& sc = o.scheduler;
   app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER");
   app.add_option("--token-file", sc.token_file, "the job token for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE");
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB");
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}));
   app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   if (auto code = cli::parse(app, argc, argv, "dbs-agent")) {
     exit_code = *code;
@@ -68,7 +71,8 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     c.schedule.scaling = optim::parse_scaling(scaling);
     c.schedule.global_batch = c.global_batch;
     optim::validate(c.schedule);
-    c.progress = !no_progress;
+    if (progress && no_progress) throw ConfigError("--progress and --no-progress contradict each other");
+    c.progress = progress || (!no_progress && job_output_is_terminal());
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
     if (!sc.address.empty()) {

@@ -12,6 +12,7 @@ struct Options {
   train::Config train;            // everything the training loop needs
   planner::DaemonOptions scheduler;  // the daemon, if any
   std::string log_level = "info"; // debug | info | warning | error
+  std::string simd = "auto";      // fast kernels: auto | a name of nn::simd_supported()
 };
 
 // Parses argv. On --help or a usage error, prints and returns false with exit_code set

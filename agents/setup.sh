@@ -1,6 +1,8 @@
 # Sourced by agents/run-local.sh and tests/run.sh: installs what is missing from Debian's
 # packages (only what is missing; apt-get update at most once) and builds incrementally.
 #   dbs_setup_packages        install missing packages
+#   dbs_setup_cluster_packages  install what tests/cluster/ needs (Slurm, munge, bridge tools);
+#                             only the cluster scripts call it, so the quick start pulls no Slurm
 #   dbs_build DIR [ARGS...]   configure DIR once (meson ARGS), then ninja it
 
 DBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,9 +14,21 @@ DBS_PACKAGES=(
   time procps python3 curl
 )
 
+# What tests/cluster/cluster.sh needs beyond DBS_PACKAGES.
+DBS_CLUSTER_PACKAGES=(slurmctld slurmd slurm-client munge iproute2 bridge-utils util-linux)
+
 dbs_setup_packages() {
+  dbs_install_missing "${DBS_PACKAGES[@]}"
+}
+
+dbs_setup_cluster_packages() {
+  dbs_install_missing "${DBS_CLUSTER_PACKAGES[@]}"
+}
+
+# dbs_install_missing PKG...: apt-get install the packages not installed yet.
+dbs_install_missing() {
   local missing=() p
-  for p in "${DBS_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

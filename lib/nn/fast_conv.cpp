@@ -15,7 +15,7 @@
 #include "lib/nn/chunking.h"
 #include "lib/nn/kernels.h"
 
-namespace dbs::nn::fast {
+namespace dbs::nn::DBS_NN_FAST_NS {
 namespace {
 
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
@@ -144,4 +144,4 @@ void conv2d_backward(const ConvShape& s, const float* x, const float* wt, const 
   std::memcpy(db, sums + static_cast<std::size_t>(K) * s.c_out, sizeof(float) * s.c_out);
 }
 
-}  // namespace dbs::nn::fast
+}  // namespace dbs::nn::DBS_NN_FAST_NS

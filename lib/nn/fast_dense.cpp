@@ -11,7 +11,7 @@
 #include "lib/nn/chunking.h"
 #include "lib/nn/kernels.h"
 
-namespace dbs::nn::fast {
+namespace dbs::nn::DBS_NN_FAST_NS {
 namespace {
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 using MapC = Eigen::Map<const Mat>;
@@ -56,4 +56,4 @@ void dense_backward(int n, int in, int out, const float* x, const float* wt, con
   std::memcpy(db, sums + static_cast<std::size_t>(in) * out, sizeof(float) * out);
 }
 
-}  // namespace dbs::nn::fast
+}  // namespace dbs::nn::DBS_NN_FAST_NS

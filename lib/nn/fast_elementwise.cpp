@@ -13,7 +13,7 @@
 
 #include "lib/nn/kernels.h"
 
-namespace dbs::nn::fast {
+namespace dbs::nn::DBS_NN_FAST_NS {
 namespace {
 constexpr std::size_t kGrain = 8192;  // elements per task for elementwise loops
 
@@ -114,4 +114,4 @@ double softmax_xent(int n, int classes, const float* logits, const std::int32_t*
   return total;
 }
 
-}  // namespace dbs::nn::fast
+}  // namespace dbs::nn::DBS_NN_FAST_NS

@@ -1,6 +1,8 @@
 // The compute kernels of lib/nn, each in two versions with the same signature:
 //   dbs::nn::ref::*   plain loops, single-threaded, written to be obviously right;
 //   dbs::nn::fast::*  TBB-parallel (and im2col + Eigen GEMM where that wins), used for training.
+//                     The fast kernels are compiled once per instruction set (fast_x86_64::*,
+//                     fast_avx2::*) and fast::* calls the one chosen at start (lib/nn/simd.h).
 // Layout is float32 NCHW throughout; n is the number of samples in the batch.
 // Gradient outputs (dw, db, dx) are overwritten, never accumulated. Weight gradients are SUMS
 // over the samples of the batch (no division by n): the caller divides by the global count.
@@ -84,6 +86,14 @@ DBS_NN_KERNELS
 namespace fast {
 DBS_NN_KERNELS
 }  // namespace fast
+
+namespace fast_x86_64 {  // baseline x86-64 (or -march=native with -Dnative=true)
+DBS_NN_KERNELS
+}  // namespace fast_x86_64
+
+namespace fast_avx2 {  // AVX2 + FMA; built when the compiler can (DBS_NN_HAVE_AVX2)
+DBS_NN_KERNELS
+}  // namespace fast_avx2
 
 #undef DBS_NN_KERNELS
 

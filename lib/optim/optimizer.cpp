@@ -27,16 +27,43 @@ constexpr std::uint32_t kMaxNameLength = 64;
 
 // Runs body(begin, end) over [0, n). Every update is elementwise, so the result does not depend
 // on how the range is split or on the thread count; small buffers stay on the calling thread.
+// The update bodies are always_inline lambdas, so each is compiled twice: into the baseline
+// caller and into fast_avx2::run, built for AVX2 + FMA (the instruction set, and so the
+// rounding, of lib/nn's AVX2 kernels). The AVX2 copy runs when the CPU has AVX2 and FMA.
+#if defined(__x86_64__)
+namespace fast_avx2 {
+template <typename Body>
+__attribute__((target("avx2,fma"))) void run(const Body& body, std::size_t begin,
+                                             std::size_t end) {
+  body(begin, end);
+}
+}  // namespace fast_avx2
+
+bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+template <typename Body>
+void run_best(const Body& body, std::size_t begin, std::size_t end) {
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) return fast_avx2::run(body, begin, end);
+#endif
+  body(begin, end);
+}
+
 template <typename Body>
 void for_ranges(std::size_t n, const Body& body) {
   constexpr std::size_t kGrain = std::size_t{1} << 15;
   if (n <= kGrain) {
-    body(std::size_t{0}, n);
+    run_best(body, std::size_t{0}, n);
     return;
   }
   tbb::parallel_for(
       tbb::blocked_range<std::size_t>(0, n, kGrain),
-      [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); },
+      [&](const tbb::blocked_range<std::size_t>& r) { run_best(body, r.begin(), r.end()); },
       tbb::static_partitioner());
 }
 
@@ -151,7 +178,7 @@ class Sgd final : public StatefulOptimizer {
     const auto wd = static_cast<float>(config_.weight_decay);
     const auto mu = static_cast<float>(config_.momentum);
     float* v = moments_[0].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
       for (std::size_t i = begin; i < end; ++i) {
         const float g = grads[i] * scale + wd * params[i];
         if (mu == 0.0f) {
@@ -188,7 +215,7 @@ class Adam final : public StatefulOptimizer {
     const auto eps = static_cast<float>(config_.eps);
     float* m = moments_[0].data();
     float* v = moments_[1].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
       for (std::size_t i = begin; i < end; ++i) {
         const float g = grads[i] * scale + wd * params[i];
         m[i] = b1 * m[i] + (1.0f - b1) * g;
@@ -215,7 +242,7 @@ class RmsProp final : public StatefulOptimizer {
     const auto rho = static_cast<float>(config_.rho);
     const auto eps = static_cast<float>(config_.eps);
     float* s = moments_[0].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) {
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
       for (std::size_t i = begin; i < end; ++i) {
         const float g = grads[i] * scale + wd * params[i];
         s[i] = rho * s[i] + (1.0f - rho) * g * g;

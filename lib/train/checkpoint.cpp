@@ -1,8 +1,12 @@
 // Checkpoint file DIR/checkpoint.bin, rewritten atomically after every epoch:
-//   "DBSCKPT\0" | u32 version | u64 n + n bytes of JSON (identity of the run, next epoch, plan,
-//   policy state, finished epochs) | u64 count + count float32 parameters | u64 n + n bytes of
-//   optimizer state. Random state needs no saving: shuffles and dropout masks are pure
+//   "DBSCKPT\0" | u32 version | u64 n + n bytes of JSON (identity of the run, world size, next
+//   epoch, plan, policy state, finished epochs) | u64 count + count float32 parameters | u64 n +
+//   n bytes of optimizer state. Random state needs no saving: shuffles and dropout masks are pure
 //   functions of (seed, epoch, sample).
+// DIR may be node-local: the first rank on each host writes its host's copy. On resume every
+// rank reads its own copy (if any), the ranks compare what they found, and the lowest rank
+// holding a copy sends it to all, so a node without one (a new node, a requeue onto other
+// nodes) resumes the same state. Copies that differ stop the job before the first step.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +14,7 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
+#include "lib/common/log.h"
 #include "lib/trace/trace.h"
 #include "lib/train/state.h"
 
@@ -17,13 +22,13 @@ namespace dbs::train::detail {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'B', 'S', 'C', 'K', 'P', 'T', 0};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 1: the world size was part of the identity
 
 std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
 
 nlohmann::json identity(const State& st) {
-  return {{"model", st.config.model},       {"world", st.comm.size()},
-          {"global_batch", st.config.global_batch}, {"seed", st.config.seed},
+  return {{"model", st.config.model},       {"global_batch", st.config.global_batch},
+          {"seed", st.config.seed},
           {"optimizer", st.config.optimizer}, {"train_samples", st.train.n},
           {"policy", st.config.policy}};
 }
@@ -80,12 +85,102 @@ class Cursor {
   std::size_t pos_ = 0;
 };
 
+struct Parsed {
+  nlohmann::json meta;
+  int world = 0;                     // ranks of the run that wrote it
+  std::string_view params, optimizer;
+};
+
+Parsed parse(const std::string& path, const std::string& bytes) {
+  Cursor c(path, bytes);
+  if (std::memcmp(c.take(sizeof kMagic, "magic"), kMagic, sizeof kMagic) != 0)
+    throw InputError(path + ": not a dbs checkpoint (wrong magic)");
+  const auto version = c.get<std::uint32_t>("version");
+  if (version != 1 && version != kVersion)
+    throw InputError(path + ": checkpoint version " + std::to_string(version) + " not supported");
+  const auto js_len = c.get<std::uint64_t>("header length");
+  Parsed p;
+  try {
+    p.meta = nlohmann::json::parse(std::string(c.take(js_len, "header"), js_len));
+    nlohmann::json& id = p.meta.at("identity");
+    if (version == 1) {
+      p.world = id.at("world").get<int>();
+      id.erase("world");
+    } else {
+      p.world = p.meta.at("world").get<int>();
+    }
+    p.meta.at("next_epoch").get<std::int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": bad checkpoint header: " + e.what());
+  }
+  const auto count = c.get<std::uint64_t>("parameter count");
+  p.params = {c.take(count * sizeof(float), "parameters"), count * sizeof(float)};
+  const auto opt_len = c.get<std::uint64_t>("optimizer state length");
+  p.optimizer = {c.take(opt_len, "optimizer state"), opt_len};
+  return p;
+}
+
+// FNV-1a over what is resumed: the header without the finished epochs' results (each rank
+// records its own wall times there) and the parameter and optimizer bytes.
+std::uint64_t state_digest(const Parsed& p) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](std::string_view bytes) {
+    for (const char b : bytes) h = (h ^ static_cast<unsigned char>(b)) * 1099511628211ULL;
+  };
+  nlohmann::json meta = p.meta;
+  meta.erase("results");
+  mix(meta.dump());
+  mix(p.params);
+  mix(p.optimizer);
+  return h;
+}
+
+// What one rank found in its checkpoint folder; allgathered before anything is restored.
+struct Found {
+  std::int64_t next_epoch = -1;  // -1: no checkpoint
+  std::uint64_t digest = 0;      // state_digest
+  std::uint64_t size = 0;        // bytes of the file
+};
+
+std::string describe(const Found& f) {
+  if (f.next_epoch < 0) return "no checkpoint";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(f.digest));
+  return "a checkpoint after epoch " + std::to_string(f.next_epoch) + " (state digest " + buf + ")";
+}
+
+// The rank whose copy everyone resumes (-1: none has one). Throws ConfigError naming every rank
+// and what it holds when two copies differ.
+int choose_source(const State& st, const std::vector<Found>& all) {
+  int source = -1;
+  bool differ = false;
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    if (all[r].next_epoch < 0) continue;
+    if (source < 0) {
+      source = r;
+    } else if (all[r].next_epoch != all[source].next_epoch || all[r].digest != all[source].digest) {
+      differ = true;
+    }
+  }
+  if (!differ) return source;
+  std::string msg = "--resume: the ranks hold different checkpoints in " +
+                    st.config.checkpoint_dir + ":";
+  for (int r = 0; r < static_cast<int>(all.size()); ++r)
+    msg += " rank " + std::to_string(r) + " (" + st.hosts[r] + ") has " + describe(all[r]) + ";";
+  throw ConfigError(msg + " remove the stale copies (or empty the folders to start afresh)");
+}
+
 }  // namespace
 
 void save_checkpoint(const State& st) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : st.results) results.push_back(result_json(r));
+  // One writer per host: the first rank on it (ranks of a host share its disk).
+  const int rank = st.comm.rank();
+  for (int r = 0; r < rank; ++r)
+    if (st.hosts[r] == st.hosts[rank]) return;
   const nlohmann::json meta = {{"identity", identity(st)},
+                               {"world", st.comm.size()},
                                {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
                                {"plan", trace::plan_record(st.planner->plan(), 0, "checkpoint")},
                                {"policy_state", st.planner->state()},
@@ -107,44 +202,65 @@ void save_checkpoint(const State& st) {
   write_file_atomic(path_of(st.config), out);
 }
 
-std::int64_t load_checkpoint(State& st) {
+Resumed load_checkpoint(State& st) {
   const std::string path = path_of(st.config);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return 0;  // nothing to resume: start from scratch
-  std::ostringstream buf;
-  buf << f.rdbuf();
-  const std::string bytes = buf.str();
-  Cursor c(path, bytes);
-  if (std::memcmp(c.take(sizeof kMagic, "magic"), kMagic, sizeof kMagic) != 0)
-    throw InputError(path + ": not a dbs checkpoint (wrong magic)");
-  const auto version = c.get<std::uint32_t>("version");
-  if (version != kVersion)
-    throw InputError(path + ": checkpoint version " + std::to_string(version) + " not supported");
-  const auto js_len = c.get<std::uint64_t>("header length");
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(std::string(c.take(js_len, "header"), js_len));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": bad checkpoint header: " + e.what());
+  const int world = st.comm.size(), rank = st.comm.rank();
+  std::string bytes;
+  Found mine;
+  if (std::ifstream f{path, std::ios::binary}) {
+    std::ostringstream buf;
+    buf << f.rdbuf();
+    bytes = buf.str();
+    const Parsed p = parse(path, bytes);
+    mine.next_epoch = p.meta.at("next_epoch").get<std::int64_t>();
+    mine.digest = state_digest(p);
+    mine.size = bytes.size();
   }
+  std::vector<Found> all(static_cast<std::size_t>(world));
+  st.comm.allgather_bytes(&mine, sizeof mine, all.data());
+  const int source = choose_source(st, all);
+  if (source < 0) {
+    if (rank == 0) log::info("--resume: no checkpoint in " + st.config.checkpoint_dir + " on any rank: starting afresh");
+    return {0, world};
+  }
+  if (mine.next_epoch < 0)
+    log::warn("--resume: no checkpoint in " + st.config.checkpoint_dir + " on " + st.hosts[rank] +
+              ": resuming from the copy of rank " + std::to_string(source) + " (" +
+              st.hosts[source] + ")");
+  bytes.resize(all[source].size);
+  st.comm.broadcast_bytes(bytes.data(), bytes.size(), source);
+  const std::string from = path + " of rank " + std::to_string(source);
+  Parsed p = parse(from, bytes);
   const nlohmann::json want = identity(st);
-  if (meta.at("identity") != want)
-    throw ConfigError(path + ": checkpoint is of another run: it has " + meta.at("identity").dump() +
+  if (p.meta.at("identity") != want)
+    throw ConfigError(from + ": checkpoint is of another run: it has " + p.meta.at("identity").dump() +
                       ", this run is " + want.dump());
-  const auto count = c.get<std::uint64_t>("parameter count");
   const auto params = st.model->params();
-  if (count != params.size())
-    throw InputError(path + ": " + std::to_string(count) + " parameters, the model has " +
-                     std::to_string(params.size()));
-  std::memcpy(params.data(), c.take(params.size_bytes(), "parameters"), params.size_bytes());
-  const auto opt_len = c.get<std::uint64_t>("optimizer state length");
-  std::istringstream opt(std::string(c.take(opt_len, "optimizer state"), opt_len));
+  if (p.params.size() != params.size_bytes())
+    throw InputError(from + ": " + std::to_string(p.params.size() / sizeof(float)) +
+                     " parameters, the model has " + std::to_string(params.size()));
+  std::memcpy(params.data(), p.params.data(), params.size_bytes());
+  std::istringstream opt{std::string(p.optimizer)};
   st.optimizer->load(opt);
-  st.planner->set_state(trace::plan_from_record(meta.at("plan")),
-                        meta.at("policy_state").get<std::vector<double>>());
+  const auto next = p.meta.at("next_epoch").get<std::int64_t>();
+  if (p.world == world) {
+    st.planner->set_state(trace::plan_from_record(p.meta.at("plan")),
+                          p.meta.at("policy_state").get<std::vector<double>>());
+  } else {
+    // The plan and the policy's per-rank estimates are of the old ranks: start them afresh.
+    policy::Plan plan = st.planner->plan();
+    plan.epoch = next;
+    plan.changed = true;
+    plan.reason = "re-made for " + std::to_string(world) + " ranks on resume from a checkpoint of " +
+                  std::to_string(p.world);
+    st.planner->set_state(plan, {});
+    if (rank == 0)
+      log::info("--resume: checkpoint of " + std::to_string(p.world) + " ranks resumed on " +
+                std::to_string(world) + ": parameters and optimizer state carried over, plan re-made");
+  }
   st.results.clear();
-  for (const auto& r : meta.at("results")) st.results.push_back(result_from(r));
-  return meta.at("next_epoch").get<std::int64_t>();
+  for (const auto& r : p.meta.at("results")) st.results.push_back(result_from(r));
+  return {next, p.world};
 }
 
 }  // namespace dbs::train::detail

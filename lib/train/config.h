@@ -55,7 +55,8 @@ struct Config {
   bool resume = false;                  // continue from checkpoint_dir
   std::string save_weights;             // final weights file; empty = none
   std::string summary_path;             // final JSON summary; empty = none
-  bool progress = true;                 // progress bar when stdout is a terminal
+  bool progress = false;                // progress bar on rank 0's stdout (the agent turns it on
+                                        // when the job's output is a terminal)
   bool table = true;                    // rank 0 prints the run header and a row per epoch
   std::string allreduce = "mpi";        // recorded in the trace
 };

@@ -1,7 +1,5 @@
 // What rank 0 shows and writes: the run header, one table row per epoch, the progress bar, the
 // JSON summary.
-#include <unistd.h>
-
 #include <cstdio>
 #include <sstream>
 
@@ -97,7 +95,7 @@ void write_summary(const State& st, const RunResult& result) {
 }
 
 Progress::Progress(bool enabled, std::int64_t epoch, std::int64_t steps)
-    : enabled_(enabled && ::isatty(STDOUT_FILENO)), epoch_(epoch), steps_(steps) {}
+    : enabled_(enabled), epoch_(epoch), steps_(steps) {}
 
 void Progress::update(std::int64_t step, double images_per_s) {
   if (!enabled_) return;

@@ -53,10 +53,20 @@ EpochStats run_epoch(State& state, std::int64_t epoch);
 std::pair<double, double> evaluate(State& state);
 
 // Checkpoint of everything needed to continue after state.results.back(), the planner's plan
-// and state included (rank 0 writes).
+// and state included. Every rank calls it; the first rank on each host writes (the folder may
+// be node-local).
 void save_checkpoint(const State& state);
-// Restores state from config.checkpoint_dir; returns the next epoch to run. Every rank reads.
-std::int64_t load_checkpoint(State& state);
+struct Resumed {
+  std::int64_t next_epoch = 0;  // 0-based epoch to run next (0: nothing to resume)
+  int world = 0;                // ranks of the run that wrote the checkpoint
+};
+// Restores state from config.checkpoint_dir (a collective: every rank calls it). The ranks'
+// copies must agree; a rank without one gets the lowest holder's. On another world size the
+// parameters and optimizer state carry over and the planner's plan is re-made for the new world.
+Resumed load_checkpoint(State& state);
+
+// Writes each rank's CPU quota and throttling counters after `epoch` (a collective).
+void trace_cpu(State& state, std::int64_t epoch);
 
 // Output on rank 0.
 void print_header(const State& state);
@@ -64,7 +74,7 @@ void print_epoch(const State& state, const EpochResult& r);
 void write_summary(const State& state, const RunResult& result);
 nlohmann::json config_json(const State& state);
 
-// A progress bar on stdout while an epoch runs, when stdout is a terminal (rank 0 only).
+// A progress bar on stdout while an epoch runs, when enabled (Config::progress, rank 0 only).
 class Progress {
  public:
   Progress(bool enabled, std::int64_t epoch, std::int64_t steps);

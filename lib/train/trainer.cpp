@@ -101,12 +101,14 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   st.hosts = gather_hosts(comm);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
 
-  std::int64_t first = 0;
-  if (cfg.resume) first = detail::load_checkpoint(st);
+  const detail::Resumed resumed = cfg.resume ? detail::load_checkpoint(st) : detail::Resumed{0, world};
+  const std::int64_t first = resumed.next_epoch;
   if (rank == 0 && !cfg.trace_path.empty()) {
     st.trace = std::make_unique<trace::Writer>(cfg.trace_path, trace::header(detail::config_json(st)),
                                                first > 0);
     if (first == 0) st.trace->write(trace::plan_record(st.planner->plan(), 0, "initial"));
+    if (first > 0 && resumed.world != world)
+      st.trace->write(trace::plan_record(st.planner->plan(), 0, "resume"));
   }
   const bool table = rank == 0 && cfg.table;
   if (table) detail::print_header(st);
@@ -117,6 +119,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     const detail::EpochStats es = detail::run_epoch(st, e);
     const auto [test_loss, test_acc] = detail::evaluate(st);
     const std::vector<policy::Report> reports = gather_reports(comm, es.report);
+    detail::trace_cpu(st, e);
 
     EpochResult r;
     r.epoch = e;
@@ -151,7 +154,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
       st.trace->flush();
     }
     st.results.push_back(r);
-    if (!cfg.checkpoint_dir.empty() && rank == 0) detail::save_checkpoint(st);
+    if (!cfg.checkpoint_dir.empty()) detail::save_checkpoint(st);
   }
 
   RunResult out;

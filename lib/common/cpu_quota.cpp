@@ -1,0 +1,71 @@
+#include "lib/common/cpu_quota.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace dbs {
+namespace {
+
+// Value of `key` in a "key value" per line file (cpu.stat), or -1.
+std::int64_t stat_value(const std::string& path, const std::string& key) {
+  std::ifstream f(path);
+  std::string k;
+  std::int64_t v = 0;
+  while (f >> k >> v)
+    if (k == key) return v;
+  return -1;
+}
+
+std::optional<CpuQuota> read_v1(const std::string& dir) {
+  std::ifstream q(dir + "/cpu.cfs_quota_us"), p(dir + "/cpu.cfs_period_us");
+  double quota_us = 0, period_us = 0;
+  if (!(q >> quota_us) || !(p >> period_us) || period_us <= 0) return std::nullopt;
+  CpuQuota out;
+  out.cores = quota_us > 0 ? quota_us / period_us : 0;
+  out.nr_throttled = stat_value(dir + "/cpu.stat", "nr_throttled");
+  out.throttled_s = static_cast<double>(stat_value(dir + "/cpu.stat", "throttled_time")) * 1e-9;
+  if (out.nr_throttled < 0) return std::nullopt;
+  return out;
+}
+
+std::optional<CpuQuota> read_v2(const std::string& dir) {
+  std::ifstream m(dir + "/cpu.max");
+  std::string quota;
+  double period_us = 0;
+  if (!(m >> quota >> period_us) || period_us <= 0) return std::nullopt;
+  CpuQuota out;
+  out.cores = quota == "max" ? 0 : std::stod(quota) / period_us;
+  out.nr_throttled = stat_value(dir + "/cpu.stat", "nr_throttled");
+  out.throttled_s = static_cast<double>(stat_value(dir + "/cpu.stat", "throttled_usec")) * 1e-6;
+  if (out.nr_throttled < 0) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<CpuQuota> read_cpu_quota() {
+  // /proc/self/cgroup: "ID:controllers:path" per hierarchy; v2 is "0::path".
+  std::ifstream f("/proc/self/cgroup");
+  std::string line;
+  std::optional<std::string> v2;
+  while (std::getline(f, line)) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers.empty()) {
+      v2 = path;
+      continue;
+    }
+    std::stringstream ss(controllers);
+    for (std::string c; std::getline(ss, c, ',');) {
+      if (c != "cpu") continue;
+      for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
+        if (auto q = read_v1(mount + path)) return q;
+    }
+  }
+  if (v2) return read_v2("/sys/fs/cgroup" + *v2);
+  return std::nullopt;
+}
+
+}  // namespace dbs

@@ -1,0 +1,19 @@
+// The CPU quota of this process's cgroup and how often it was throttled (Linux, cgroup v1 cpu
+// controller or cgroup v2), for the trace: a node held at a quota is slow by design.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace dbs {
+
+struct CpuQuota {
+  double cores = 0;               // quota / period in cores; 0 = no quota
+  std::int64_t nr_throttled = 0;  // periods in which the cgroup was throttled (since creation)
+  double throttled_s = 0;         // total time throttled, seconds (since creation)
+};
+
+// The quota and counters of the cgroup this process is in; nullopt when they cannot be read.
+std::optional<CpuQuota> read_cpu_quota();
+
+}  // namespace dbs

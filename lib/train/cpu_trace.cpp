@@ -1,0 +1,29 @@
+// "cpu" trace records: each rank's CPU quota and cumulative throttling after every epoch, for
+// ranks held by a quota (a cgroup cpu limit) or ever throttled; nothing on unlimited ranks.
+#include "lib/common/cpu_quota.h"
+#include "lib/train/state.h"
+
+namespace dbs::train::detail {
+
+void trace_cpu(State& st, std::int64_t epoch) {
+  struct Sample {
+    double cores = 0;          // 0 = no quota
+    double throttled_s = 0;
+    std::int64_t nr_throttled = 0;
+    std::int64_t known = 0;    // 1 when read
+  };
+  Sample mine;
+  if (const auto q = read_cpu_quota()) mine = {q->cores, q->throttled_s, q->nr_throttled, 1};
+  std::vector<Sample> all(static_cast<std::size_t>(st.comm.size()));
+  st.comm.allgather_bytes(&mine, sizeof mine, all.data());
+  if (!st.trace) return;
+  for (int r = 0; r < st.comm.size(); ++r) {
+    const Sample& s = all[r];
+    if (s.known == 0 || (s.cores == 0 && s.nr_throttled == 0)) continue;
+    st.trace->write({{"type", "cpu"}, {"epoch", epoch + 1}, {"rank", r}, {"host", st.hosts[r]},
+                     {"quota_cores", s.cores}, {"nr_throttled", s.nr_throttled},
+                     {"throttled_s", s.throttled_s}});
+  }
+}
+
+}  // namespace dbs::train::detail

@@ -1,0 +1,65 @@
+# Helpers of the cluster tests (tests/cluster/*_test.sh): bring the cluster up (skip, exit 77,
+# when it cannot be built), take it down on exit, submit jobs and check their output.
+set -euo pipefail
+TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$TESTS/../.." && pwd)
+source "$TESTS/lib/common.bash"
+BUILD=${DBS_BUILD:-$ROOT/build}
+AGENT=$BUILD/agents/dbs-agent
+SCHED=$BUILD/scheduler/dbs-scheduler
+SBATCH_SCRIPT=$ROOT/agents/slurm/dbs.sbatch
+export SLURM_CONF=$DIR/slurm/slurm.conf
+# Open MPI between the namespaces: TCP on the bridge's subnet only.
+export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$CLUSTER_SUBNET
+export OMPI_MCA_oob_tcp_if_include=$CLUSTER_SUBNET
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export DBS_ROOT=$ROOT DBS_AGENT=$AGENT
+# A small job: lenet on 600 samples, a few seconds per epoch on a quarter core.
+SMALL=(--model lenet --batch 60 --train-limit 600 --test-limit 200 --seed 3 --policy dbs)
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# Cluster of $NODES nodes up for this test, down when it exits.
+test_cluster_up() {
+  [ -x "$AGENT" ] || { echo "cluster: skipped: no agent at $AGENT (build first)"; exit 77; }
+  local rc=0 out
+  out=$("$TESTS/cluster.sh" up 2>&1) || rc=$?
+  if [ $rc -eq 77 ]; then
+    echo "$out" | tail -n 1
+    exit 77
+  fi
+  trap '"$TESTS/cluster.sh" down' EXIT
+  [ $rc -eq 0 ] || fail "cluster up: $out"
+  echo "$out"
+}
+
+# node_local K PATH: PATH (under $DIR/local) as node K sees it, from the head.
+node_local() { echo "$DIR/nodes/node$1/local/${2#"$DIR"/local/}"; }
+
+# submit LOG SBATCH_ARGS... -- AGENT_ARGS...: runs dbs.sbatch to the end (sbatch --wait) and
+# returns its exit code; the job's log is LOG.
+submit() {
+  local log=$1
+  shift
+  local sargs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
+  shift
+  local rc=0
+  sbatch --wait --quiet -o "$log" "${sargs[@]}" "$SBATCH_SCRIPT" "$@" || rc=$?
+  return $rc
+}
+
+# job_id_of_last: the newest job's id.
+job_id_of_last() { squeue -h -o %i --sort=-i | head -n 1; }
+
+# agent_on K: pid of a dbs-agent running on node K (its cgroup), empty when none.
+agent_on() {
+  local pid
+  for pid in $(cat "$CLUSTER_CGROUP/node$1/cgroup.procs" 2>/dev/null); do
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dbs-agent ] && { echo "$pid"; return 0; }
+  done
+  return 0
+}

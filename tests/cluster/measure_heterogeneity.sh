@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Cluster test 6 (a measurement, not in the test suite): per-epoch wall time of `static` and
+# `dbs` on nodes of CPU quotas 1.0 / 0.5 / 0.25 against the ideal N / sum(v_i), where v_i is node
+# i's stand-alone throughput under its quota, measured alone on the node. Prints a Markdown table.
+#   tests/cluster/measure_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
+source "$(dirname "$0")/lib/test.bash"
+test_cluster_up >/dev/null
+common=(--model cnn --batch 128 --train-limit 768 --test-limit 128 --seed 1 --threads 1 "$@")
+EPOCHS=${DBS_EPOCHS:-5}
+echo "machine load at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+v=()
+for k in $(seq "$NODES"); do
+  out=$DIR/local/alone$k
+  srun -N1 -w "node$k" --mpi=pmix "$AGENT" "${common[@]}" --epochs 2 --policy static \
+    --summary "$out/summary.json" >"$DIR/alone$k.log" 2>&1 || { cat "$DIR/alone$k.log"; fail "node$k alone"; }
+  v+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epochs"][-1]["images_per_s"])' \
+    "$(node_local "$k" "$out")/summary.json")")
+  echo "node$k alone (quota $(cluster_quota_of "$k")): ${v[-1]} img/s"
+done
+for policy in static dbs; do
+  DBS_OUT=$DIR/local/$policy submit "$DIR/$policy.log" -N "$NODES" -- "${common[@]}" \
+    --epochs "$EPOCHS" --policy "$policy" || { cat "$DIR/$policy.log"; fail "$policy job"; }
+  cp "$(node_local 1 "$DIR/local/$policy")/summary.json" "$DIR/$policy.json"
+  cp "$(node_local 1 "$DIR/local/$policy")/trace.jsonl" "$DIR/$policy.trace.jsonl"
+done
+echo "machine load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$DIR/static.json" "$DIR/dbs.json" "${v[@]}" <<'PY'
+import json, sys
+static, dbs = (json.load(open(p)) for p in sys.argv[1:3])
+v = [float(x) for x in sys.argv[3:]]
+n = static["config"]["train_samples"]
+ideal = n / sum(v)
+print(f"\nN = {n}, stand-alone v_i = {', '.join(f'{x:.1f}' for x in v)} img/s, ideal epoch N / sum v_i = {ideal:.2f} s\n")
+print("| epoch | static wall s | static batch | dbs wall s | dbs batch | ideal s | static / ideal | dbs / ideal |")
+print("|---|---|---|---|---|---|---|---|")
+for s, d in zip(static["epochs"], dbs["epochs"]):
+    print(f"| {s['epoch']} | {s['wall_s']:.2f} | {','.join(map(str, s['batch']))} | {d['wall_s']:.2f} | "
+          f"{','.join(map(str, d['batch']))} | {ideal:.2f} | {s['wall_s'] / ideal:.2f} | {d['wall_s'] / ideal:.2f} |")
+PY
+for p in static dbs; do
+  echo "$p: cpu records (cumulative throttling) of the last epoch:"
+  python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+cpu = [r for r in recs if r["type"] == "cpu"]
+last = max(r["epoch"] for r in cpu)
+for r in cpu:
+    if r["epoch"] == last: print("  ", r)' "$DIR/$p.trace.jsonl"
+done
