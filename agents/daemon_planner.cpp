@@ -9,6 +9,7 @@
 #include "lib/net/token.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/share.h"
 
 namespace dbs::agent {
 namespace {
@@ -21,39 +22,28 @@ std::string secs(double s) {
   return buf;
 }
 
-// FNV-1a of the plan's encoding; never 0 (0 = no plan).
-std::uint64_t fingerprint(const std::string& job, const policy::Plan& plan) {
-  const std::string bytes = proto::encode(proto::PlanMsg{job, plan});
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h == 0 ? 1 : h;
-}
-
 }  // namespace
 
 DaemonPlanner::DaemonPlanner(const SchedulerOptions& options, comm::Communicator& comm,
-                             const std::string& policy_spec, const policy::PolicyConfig& config)
+                             const policy::Settings& settings)
     : options_(options),
       comm_(comm),
-      job_config_(proto::job_config(policy_spec, config)),
+      settings_(settings),
       world_(comm.size()),
       rank_(comm.rank()),
-      embedded_(policy::make_policy(policy_spec, config)) {
+      embedded_(policy::make_policy(settings, world_)) {
   proto::RegisterMsg reg;
   reg.job = options_.job;
   reg.token = options_.token_file.empty() ? "" : net::read_token_file(options_.token_file);
   reg.rank = rank_;
   reg.world = world_;
   reg.host = comm.host();
-  reg.config = job_config_;
+  reg.config = settings_;
   register_line_ = proto::encode(reg);
   net::ClientOptions co;
   co.server = net::parse_host_port(options_.address, "--scheduler");
   co.connect_timeout_s = options_.connect_timeout_s;
   co.backoff_max_s = 2;
-  // A plan carries about 40 bytes per rank: room for very large jobs beyond the default limit.
-  co.max_message =
-      std::max<std::size_t>(proto::kMaxMessage, 64 * static_cast<std::size_t>(world_) + 65536);
   client_ = net::LineClient::create(
       io_, co,
       {[this] { on_connected(); }, [this](std::string_view l) { on_line(l); },
@@ -96,7 +86,8 @@ void DaemonPlanner::on_line(std::string_view line) {
   }
   std::lock_guard lock(mutex_);
   if (const auto* p = std::get_if<proto::PlanMsg>(&m)) {
-    if (p->job == options_.job && (!plan_ || p->plan.epoch >= plan_->epoch)) plan_ = p->plan;
+    if (p->job == options_.job && p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch))
+      plan_ = *p;
   } else if (const auto* e = std::get_if<proto::ErrorMsg>(&m)) {
     if (refusal_ != e->message) log::warn("the daemon refused: " + e->message);
     refusal_ = e->message;
@@ -117,7 +108,7 @@ void DaemonPlanner::on_lost(const std::string& why) {
   changed_.notify_all();
 }
 
-std::optional<policy::Plan> DaemonPlanner::wait_plan(std::int64_t epoch, std::string& why) {
+std::optional<proto::PlanMsg> DaemonPlanner::wait_plan(std::int64_t epoch, std::string& why) {
   const auto start = Clock::now();
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options_.timeout_s));
@@ -126,12 +117,7 @@ std::optional<policy::Plan> DaemonPlanner::wait_plan(std::int64_t epoch, std::st
   const bool down = !connected_ && (fell_back_ || !ever_connected_);
   const int failures_before = failures_;
   for (;;) {
-    if (plan_ && plan_->epoch == epoch) {
-      why = proto::plan_mismatch(*plan_, epoch, world_, job_config_);
-      if (why.empty()) return plan_;
-      why = "the daemon's plan is unusable: " + why;
-      return std::nullopt;
-    }
+    if (plan_ && plan_->epoch == epoch) return plan_;
     const bool gave_up =
         !connected_ && ((down && failures_ > failures_before) || !refusal_.empty());
     if (gave_up || Clock::now() >= full) {
@@ -149,17 +135,17 @@ std::optional<policy::Plan> DaemonPlanner::wait_plan(std::int64_t epoch, std::st
   }
 }
 
-bool DaemonPlanner::all_agree(const std::optional<policy::Plan>& plan, std::string& why) {
-  const std::uint64_t mine = plan ? fingerprint(options_.job, *plan) : 0;
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(world_));
-  comm_.allgather_bytes(&mine, sizeof mine, all.data());
-  std::string lacking;
-  for (int r = 0; r < world_; ++r)
-    if (all[static_cast<std::size_t>(r)] != all[0] || all[static_cast<std::size_t>(r)] == 0)
-      lacking += (lacking.empty() ? "" : ", ") + std::to_string(r);
-  if (lacking.empty()) return true;
-  if (why.empty()) why = "ranks " + lacking + " lack the daemon's plan or hold another";
-  return false;
+std::optional<policy::Plan> DaemonPlanner::agree(const std::optional<proto::PlanMsg>& mine,
+                                                 std::int64_t epoch, std::string& why) {
+  const proto::Share share = mine ? proto::share_of(*mine) : proto::Share{};
+  std::vector<proto::Share> all(static_cast<std::size_t>(world_));
+  comm_.allgather_bytes(&share, sizeof share, all.data());
+  std::string disagree;
+  std::optional<policy::Plan> plan = proto::assemble(mine.value_or(proto::PlanMsg{}), all, disagree);
+  if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
+  if (disagree.empty()) return plan;
+  if (why.empty()) why = plan ? "the daemon's plan is unusable: " + disagree : disagree;
+  return std::nullopt;
 }
 
 policy::Plan DaemonPlanner::next(const policy::Plan& current,
@@ -178,8 +164,8 @@ policy::Plan DaemonPlanner::next(const policy::Plan& current,
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
   std::string why;
-  const std::optional<policy::Plan> plan = wait_plan(want, why);
-  const bool agreed = all_agree(plan, why);
+  const std::optional<policy::Plan> plan = agree(wait_plan(want, why), want, why);
+  const bool agreed = plan.has_value();
   {
     std::lock_guard lock(mutex_);
     report_line_.clear();

@@ -1,8 +1,8 @@
 // The plan from dbs-scheduler serve, with the embedded policy as the fallback. Every rank keeps
 // a connection to the daemon (registering on each connect), sends its report at the end of
-// each epoch and waits for the daemon's plan of the next one. The ranks then compare
-// fingerprints of what they received (one allgather): the daemon's plan is used only when every
-// rank holds the same valid one. Otherwise - daemon unreachable, late, refusing, or ranks
+// each epoch and waits for its share of the daemon's plan of the next one. The ranks then
+// rebuild the plan from their shares (one allgather, lib/proto/share.h): the daemon's plan is
+// used only when every rank holds a share of the same valid one. Otherwise - daemon unreachable, late, refusing, or ranks
 // disagreeing - the epoch uses the embedded policy, which runs every epoch anyway so that its
 // estimates stay current; the log and the trace (plan source "embedded-fallback") say so, and
 // the next epoch tries the daemon again.
@@ -29,7 +29,7 @@ class DaemonPlanner : public train::Planner {
  public:
   // Starts connecting at once. Throws ConfigError for a bad address or token file.
   DaemonPlanner(const SchedulerOptions& options, comm::Communicator& comm,
-                const std::string& policy_spec, const policy::PolicyConfig& config);
+                const policy::Settings& settings);
   ~DaemonPlanner() override;
   DaemonPlanner(const DaemonPlanner&) = delete;
   DaemonPlanner& operator=(const DaemonPlanner&) = delete;
@@ -46,13 +46,16 @@ class DaemonPlanner : public train::Planner {
   void on_connected();
   void on_line(std::string_view line);
   void on_lost(const std::string& why);
-  // The daemon's valid plan of `epoch`, or nothing with `why` set. Blocks up to the timeout.
-  std::optional<policy::Plan> wait_plan(std::int64_t epoch, std::string& why);
-  bool all_agree(const std::optional<policy::Plan>& plan, std::string& why);
+  // This rank's share of the daemon's plan of `epoch`, or nothing with `why` set. Blocks up to
+  // the timeout.
+  std::optional<proto::PlanMsg> wait_plan(std::int64_t epoch, std::string& why);
+  // The plan every rank holds a share of (the same verdict on every rank), or nothing.
+  std::optional<policy::Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
+                                    std::string& why);
 
   SchedulerOptions options_;
   comm::Communicator& comm_;
-  proto::JobConfig job_config_;
+  policy::Settings settings_;
   int world_, rank_;
   std::string register_line_;
   std::unique_ptr<policy::Policy> embedded_;
@@ -65,7 +68,7 @@ class DaemonPlanner : public train::Planner {
   bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
   int failures_ = 0;                  // failed attempts and lost connections so far
   std::string lost_why_, refusal_;    // last failure; last error message of the daemon
-  std::optional<policy::Plan> plan_;  // latest plan received
+  std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
   std::string report_line_;           // resent on every connect until its plan arrives
 
   bool fell_back_ = false;  // the last epoch did not get the daemon's plan

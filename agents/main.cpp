@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<agent::DaemonPlanner> planner;
     if (!opts.scheduler.address.empty())
       planner = std::make_unique<agent::DaemonPlanner>(
-          opts.scheduler, *comm, opts.train.policy,
-          train::policy_config(opts.train, comm->size(), data.train.n));
+          opts.scheduler, *comm, train::settings_of(opts.train, data.train.n));
     const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
     if (planner) planner->finish();
     if (comm->rank() == 0)

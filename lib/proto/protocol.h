@@ -51,7 +51,7 @@
 
 namespace dbs::proto {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr std::size_t kMaxMessage = 1 << 20;  // bytes per line, newline excluded
 inline constexpr int kMaxWorld = 1000000;            // ranks per job
 inline constexpr std::size_t kMaxJobId = 64;         // characters of a job id

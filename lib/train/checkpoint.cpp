@@ -87,7 +87,7 @@ void save_checkpoint(const State& st, const policy::Plan& next_plan) {
   for (const auto& r : st.results) results.push_back(result_json(r));
   const nlohmann::json meta = {{"identity", identity(st)},
                                {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                               {"plan", trace::plan_record(next_plan, 0, "checkpoint")},
+                               {"plan", policy::to_json(next_plan)},
                                {"policy_state", st.policy->state()},
                                {"results", results}};
   const std::string js = meta.dump();
@@ -140,7 +140,7 @@ std::int64_t load_checkpoint(State& st) {
   const auto opt_len = c.get<std::uint64_t>("optimizer state length");
   std::istringstream opt(std::string(c.take(opt_len, "optimizer state"), opt_len));
   st.optimizer->load(opt);
-  st.plan = trace::plan_from_record(meta.at("plan"));
+  st.plan = policy::plan_from_json(Fields(meta.at("plan"), path + ": checkpoint plan"));
   st.policy->set_state(meta.at("policy_state").get<std::vector<double>>());
   st.results.clear();
   for (const auto& r : meta.at("results")) st.results.push_back(result_from(r));

@@ -40,14 +40,14 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st) {
                            {"state", live->finished ? "finished" : "running"},
                            {"world", j.world()},
                            {"connected", live->connected()},
-                           {"config", proto::config_json(j.config())},
+                           {"config", policy::to_json(j.config())},
                            {"epoch", j.current().epoch + 1},
                            {"reports", j.reports()},
                            {"plans", j.plans()},
                            {"plan_changes", j.changes()},
                            {"report_timeouts", j.timeouts()},
                            {"efficiency", efficiency},
-                           {"plan", proto::plan_json(j.current())},
+                           {"plan", policy::to_json(j.current())},
                            {"ranks", ranks}});
   }
   return out;
