@@ -23,7 +23,6 @@
 #include "lib/net/asio.h"
 #include "lib/net/fd_limit.h"
 #include "lib/proto/codec.h"
-#include "lib/proto/share.h"
 #include "scheduler/serve/daemon.h"
 #include "scheduler/serve/job.h"
 
@@ -230,9 +229,8 @@ PlanTiming time_plan(int ranks, int rounds) {
     job.commit(o);
     plan_ms.push_back(1000 * sw.seconds());
     sw.reset();
-    const std::uint64_t hash = proto::plan_hash(o.plan);
-    for (int r = 0; r < ranks; ++r)
-      bytes = std::max(bytes, proto::encode(proto::share_of("plan", o.plan, r, hash)).size());
+    const proto::PlanLines lines("plan", o.plan);
+    for (int r = 0; r < ranks; ++r) bytes = std::max(bytes, lines.line(r).size());
     encode_ms.push_back(1000 * sw.seconds());
   }
   return {percentile(plan_ms, 0.5), percentile(encode_ms, 0.5), bytes};

@@ -3,9 +3,11 @@
 #include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "lib/common/fields.h"
 #include "lib/proto/checks.h"
+#include "lib/proto/share.h"
 
 namespace dbs::proto {
 
@@ -86,20 +88,33 @@ json body(const ReportMsg& m) {
   return j;
 }
 
-json body(const PlanMsg& m) {
-  return {{"job", m.job},
-          {"epoch", m.epoch + 1},
-          {"rank", m.rank},
-          {"world", m.world},
-          {"global_batch", m.global_batch},
-          {"batch", m.batch},
-          {"offset", m.offset},
-          {"throughput", m.throughput},
-          {"predicted_epoch_s", m.predicted_epoch_s},
-          {"ideal_epoch_s", m.ideal_epoch_s},
-          {"changed", m.changed},
-          {"reason", m.reason},
-          {"hash", hex(m.hash)}};
+// "{"v":2,"type":"T","k":..." of type and body: the message without its closing "}\n".
+std::string open_line(const char* type, const json& body) {
+  std::string out = std::string("{\"v\":") + std::to_string(kVersion) + ",\"type\":\"" + type + "\"";
+  if (body.empty()) return out;
+  const std::string fields = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return out + "," + fields.substr(1, fields.size() - 2);
+}
+
+// A plan message: what every rank of the plan receives alike, then the rank's own fields.
+std::string plan_head(const std::string& job, std::int64_t epoch, int world, int global_batch,
+                      double predicted, double ideal, bool changed, const std::string& reason,
+                      std::uint64_t hash) {
+  return open_line("plan", {{"job", job},
+                            {"epoch", epoch + 1},
+                            {"world", world},
+                            {"global_batch", global_batch},
+                            {"predicted_epoch_s", predicted},
+                            {"ideal_epoch_s", ideal},
+                            {"changed", changed},
+                            {"reason", reason},
+                            {"hash", hex(hash)}});
+}
+
+std::string plan_tail(int rank, int batch, int offset, double throughput) {
+  return ",\"rank\":" + std::to_string(rank) + ",\"batch\":" + std::to_string(batch) +
+         ",\"offset\":" + std::to_string(offset) + ",\"throughput\":" + json(throughput).dump() +
+         "}\n";
 }
 
 json body(const ErrorMsg& m) {
@@ -176,10 +191,29 @@ Message message_from(const Fields& f) {
 }  // namespace
 
 std::string encode(const Message& message) {
-  nlohmann::ordered_json j = {{"v", kVersion}, {"type", type_of(message)}};  // first, for people
-  const json fields = std::visit([](const auto& m) { return body(m); }, message);
-  for (const auto& [key, value] : fields.items()) j[key] = value;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return std::visit(
+      [&message](const auto& m) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, PlanMsg>) {
+          return plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
+                           m.ideal_epoch_s, m.changed, m.reason, m.hash) +
+                 plan_tail(m.rank, m.batch, m.offset, m.throughput);
+        } else {
+          return open_line(type_of(message), body(m)) + "}\n";
+        }
+      },
+      message);
+}
+
+PlanLines::PlanLines(const std::string& job, policy::Plan plan)
+    : plan_(std::move(plan)),
+      hash_(plan_hash(plan_)),
+      head_(plan_head(job, plan_.epoch, plan_.world(), plan_.global_batch, plan_.predicted_epoch_s,
+                      plan_.ideal_epoch_s, plan_.changed, plan_.reason, hash_)) {}
+
+std::string PlanLines::line(int rank) const {
+  const auto i = static_cast<std::size_t>(rank);
+  return head_ + plan_tail(rank, plan_.batch[i], plan_.offset[i],
+                           i < plan_.throughput.size() ? plan_.throughput[i] : 0.0);
 }
 
 std::string encode_error(ErrorCode code, const std::string& message) {

@@ -12,6 +12,7 @@
 //   rank 2 out of range for a job of 2 ranks
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,20 @@ Message decode(std::string_view line);
 
 // The error message sent before closing a connection.
 std::string encode_error(ErrorCode code, const std::string& message);
+
+// The plan messages of one plan to each of its ranks. What all ranks receive alike is encoded
+// once, so the world's messages cost O(world) together:
+// line(r) == encode(share_of(job, plan, r, plan_hash(plan))).
+class PlanLines {
+ public:
+  PlanLines(const std::string& job, policy::Plan plan);
+  std::string line(int rank) const;
+  const policy::Plan& plan() const { return plan_; }
+
+ private:
+  policy::Plan plan_;
+  std::uint64_t hash_;
+  std::string head_;  // the message up to the rank's own fields
+};
 
 }  // namespace dbs::proto

@@ -7,7 +7,6 @@
 #include "lib/common/log.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
-#include "lib/proto/share.h"
 #include "lib/trace/trace.h"
 #include "scheduler/serve/state_dir.h"
 
@@ -31,16 +30,13 @@ int LiveJob::connected() const {
   return n;
 }
 
-void LiveJob::set_plan(const policy::Plan& durable) {
-  plan = std::make_shared<const policy::Plan>(durable);
-  plan_hash = proto::plan_hash(durable);
+void LiveJob::set_plan(policy::Plan durable) {
+  plan = std::make_shared<const proto::PlanLines>(job->id(), std::move(durable));
 }
 
 void LiveJob::send_plan(int rank) const {
   net::LineSession* s = sessions[static_cast<std::size_t>(rank)];
-  if (s == nullptr || plan == nullptr) return;
-  s->send(std::make_shared<const std::string>(
-      proto::encode(proto::share_of(job->id(), *plan, rank, plan_hash))));
+  if (s != nullptr && plan != nullptr) s->send(std::make_shared<const std::string>(plan->line(rank)));
 }
 
 std::string trace_start(const Job& job) {
@@ -158,7 +154,8 @@ void JobTable::on_report(net::LineSession& session, const Peer& peer, const prot
       plan_epoch(live);
       break;
     case Job::Accepted::duplicate:  // a resend after a reconnect: the plan made from it
-      if (live.plan && live.plan->epoch == live.job->current().epoch) live.send_plan(peer.rank);
+      if (live.plan && live.plan->plan().epoch == live.job->current().epoch)
+        live.send_plan(peer.rank);
       break;
   }
 }

@@ -13,7 +13,7 @@
 
 #include "lib/net/asio.h"
 #include "lib/net/session.h"
-#include "lib/proto/messages.h"
+#include "lib/proto/codec.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
 
@@ -32,11 +32,10 @@ struct LiveJob {
   std::vector<char> done;                                // ranks that said goodbye with done
   net::asio::steady_timer timer;                         // report timeout of the running epoch
   net::Clock::time_point last_seen = net::Clock::now();  // a rank was last connected
-  std::shared_ptr<const policy::Plan> plan;              // the last durable plan (or none)
-  std::uint64_t plan_hash = 0;                           // its proto::plan_hash
+  std::shared_ptr<const proto::PlanLines> plan;          // the last durable plan (or none)
   bool finished = false;
   int connected() const;
-  void set_plan(const policy::Plan& durable);
+  void set_plan(policy::Plan durable);
   // Sends `rank` its share of the durable plan (protocol.h, step 4), if connected.
   void send_plan(int rank) const;
 };

@@ -231,6 +231,12 @@ TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {
   CHECK(encode(share_of("job-1", big, 9999, plan_hash(big))).size() < 400);
 }
 
+TEST_CASE("Proto.PlanLines.WriteWhatEncodeWrites") {
+  const dbs::policy::Plan p = sample_plan();
+  const PlanLines lines("job-1", p);
+  for (int r = 0; r < 2; ++r) CHECK(lines.line(r) == encode(share_of("job-1", p, r, plan_hash(p))));
+}
+
 TEST_CASE("Proto.Reject.InconsistentPlanShares") {
   auto plan_with = [](const std::string& field, const std::string& value) {
     nlohmann::json j = nlohmann::json::parse(encode(sample_share()));
