@@ -158,8 +158,7 @@ std::vector<Report> by_rank(std::span<const Report> reports, int world) {
 
 double measured_rate(const Report& r) {
   if (r.samples <= 0 || r.compute_s <= 0) return 0.0;
-  if (r.step_rate_median > 0) return r.step_rate_median;
-  return static_cast<double>(r.samples) / r.compute_s;
+  return r.step_rate_median > 0 ? r.step_rate_median : r.throughput();
 }
 
 void check_current(const Plan& current, const Settings& config, int world) {

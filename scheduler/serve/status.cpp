@@ -30,7 +30,7 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st) {
            {"connected", live->sessions[i] != nullptr},
            {"batch", j.current().batch[i]},
            {"throughput",
-            last.compute_s > 0 ? static_cast<double>(last.samples) / last.compute_s : 0.0},
+            last.throughput()},
            {"last_epoch", last.epoch + 1}});
     }
     double efficiency = 0;
