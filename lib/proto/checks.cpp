@@ -1,6 +1,6 @@
 #include "lib/proto/checks.h"
 
-#include "lib/proto/codec.h"
+#include "lib/proto/protocol.h"
 
 namespace dbs::proto {
 
@@ -11,18 +11,19 @@ void check_rank(int rank, int world) {
                                                 std::to_string(world) + " ranks");
 }
 
-void check_join(const std::string& job, int world, const JobConfig& config, const RegisterMsg& r) {
+void check_join(const std::string& job, int world, const policy::Settings& config,
+                const RegisterMsg& r) {
   if (r.world != world)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' has " + std::to_string(world) +
                                                  " ranks, not " + std::to_string(r.world));
   if (r.config && *r.config != config)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' runs with config " +
-                                                 config_json(config).dump() + ", not " +
-                                                 config_json(*r.config).dump());
+                                                 policy::to_json(config).dump() + ", not " +
+                                                 policy::to_json(*r.config).dump());
 }
 
 std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
-                          const JobConfig& config) {
+                          const policy::Settings& config) {
   const auto e1 = [](std::int64_t e) { return std::to_string(e + 1); };
   if (plan.epoch != epoch)
     return "plan is for epoch " + e1(plan.epoch) + ", expected epoch " + e1(epoch);
@@ -32,7 +33,7 @@ std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int worl
   if (plan.global_batch != config.global_batch)
     return "plan has global batch " + std::to_string(plan.global_batch) + ", the job has " +
            std::to_string(config.global_batch);
-  const int hi = config.max_batch == 0 ? config.global_batch : config.max_batch;
+  const int hi = config.max_batch_or_global();
   for (int i = 0; i < world; ++i) {
     const int b = plan.batch[static_cast<std::size_t>(i)];
     if (b < config.min_batch || b > hi)

@@ -10,6 +10,8 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
+#include "lib/common/fields.h"
+#include "lib/policy/plan.h"
 #include "lib/trace/trace.h"
 #include "lib/train/state.h"
 
@@ -87,7 +89,7 @@ void save_checkpoint(const State& st) {
   for (const auto& r : st.results) results.push_back(result_json(r));
   const nlohmann::json meta = {{"identity", identity(st)},
                                {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                               {"plan", trace::plan_record(st.planner->plan(), 0, "checkpoint")},
+                               {"plan", policy::to_json(st.planner->plan())},
                                {"policy_state", st.planner->state()},
                                {"results", results}};
   const std::string js = meta.dump();
@@ -140,7 +142,7 @@ std::int64_t load_checkpoint(State& st) {
   const auto opt_len = c.get<std::uint64_t>("optimizer state length");
   std::istringstream opt(std::string(c.take(opt_len, "optimizer state"), opt_len));
   st.optimizer->load(opt);
-  st.planner->set_state(trace::plan_from_record(meta.at("plan")),
+  st.planner->set_state(policy::plan_from_json(Fields(meta.at("plan"), path + ": checkpoint plan")),
                         meta.at("policy_state").get<std::vector<double>>());
   st.results.clear();
   for (const auto& r : meta.at("results")) st.results.push_back(result_from(r));

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "lib/common/error.h"
+#include "lib/common/fields.h"
 #include "lib/common/log.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/jobs.h"
@@ -22,7 +23,8 @@ void JobTable::restore(const std::string& dir) {
         if (it != jobs_.end()) throw InputError("job '" + id + "' created twice");
         const int world = r.json.at("world").get<int>();
         if (world < 1 || world > proto::kMaxWorld) throw InputError("bad world");
-        auto job = std::make_unique<Job>(id, world, proto::config_from_json(r.json.at("config")));
+        auto job = std::make_unique<Job>(
+            id, world, policy::settings_from_json(Fields(r.json.at("config"), "config")));
         traces[id] = trace_start(*job);
         jobs_[id] = std::make_unique<LiveJob>(io_, std::move(job));
       } else if (it == jobs_.end()) {
@@ -49,9 +51,7 @@ void JobTable::restore(const std::string& dir) {
   }
   for (auto& [id, live] : jobs_) {
     write_trace(dir, id, traces[id]);
-    live->plan_msg = std::make_shared<const std::string>(
-        proto::encode(proto::PlanMsg{id, live->job->current()}));
-    live->durable_epoch = live->job->current().epoch;
+    live->set_plan(live->job->current());
     log::info("job '" + id + "' restored at epoch " +
               std::to_string(live->job->current().epoch + 1) +
               (live->finished ? " (finished)" : ""));

@@ -30,7 +30,7 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st) {
            {"connected", live->sessions[i] != nullptr},
            {"batch", j.current().batch[i]},
            {"throughput",
-            last.compute_s > 0 ? static_cast<double>(last.samples) / last.compute_s : 0.0},
+            last.throughput()},
            {"last_epoch", last.epoch + 1}});
     }
     double efficiency = 0;
@@ -40,14 +40,14 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st) {
                            {"state", live->finished ? "finished" : "running"},
                            {"world", j.world()},
                            {"connected", live->connected()},
-                           {"config", proto::config_json(j.config())},
+                           {"config", policy::to_json(j.config())},
                            {"epoch", j.current().epoch + 1},
                            {"reports", j.reports()},
                            {"plans", j.plans()},
                            {"plan_changes", j.changes()},
                            {"report_timeouts", j.timeouts()},
                            {"efficiency", efficiency},
-                           {"plan", proto::plan_json(j.current())},
+                           {"plan", policy::to_json(j.current())},
                            {"ranks", ranks}});
   }
   return out;

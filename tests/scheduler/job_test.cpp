@@ -11,8 +11,8 @@ namespace {
 using namespace dbs;
 using scheduler::Job;
 
-proto::JobConfig config() {
-  proto::JobConfig c;
+policy::Settings config() {
+  policy::Settings c;
   c.global_batch = 120;
   c.samples_per_epoch = 1200;
   return c;
