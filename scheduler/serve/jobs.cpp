@@ -127,7 +127,8 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   live.send_plan(m.rank);
 }
 
-void JobTable::on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m) {
+void JobTable::on_report(net::LineSession& /*session*/, const Peer& peer,
+                         const proto::ReportMsg& m) {
   const auto it = jobs_.find(m.job);
   if (it == jobs_.end()) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
   if (m.job != peer.job)
