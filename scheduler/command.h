@@ -10,7 +10,8 @@ namespace dbs::scheduler {
 
 using Action = std::function<int()>;
 
-void add_serve_command(CLI::App& app, Action& action);   // scheduler/serve/
+void add_serve_command(CLI::App& app, Action& action);    // scheduler/serve/
+void add_job_key_command(CLI::App& app, Action& action);  // scheduler/serve/
 void add_replay_command(CLI::App& app, Action& action);  // scheduler/replay/
 
 }  // namespace dbs::scheduler

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dbs::scheduler::Action action;
   dbs::scheduler::add_serve_command(app, action);
+  dbs::scheduler::add_job_key_command(app, action);
   dbs::scheduler::add_replay_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-scheduler")) return *code;
   try {

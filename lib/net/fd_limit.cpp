@@ -18,4 +18,9 @@ std::size_t raise_fd_limit(std::size_t want) {
   return static_cast<std::size_t>(lim.rlim_cur);
 }
 
+std::size_t connections_within(std::size_t fd_limit, std::size_t wanted, std::size_t reserve) {
+  if (fd_limit <= reserve) return 0;
+  return std::min(wanted, fd_limit - reserve);
+}
+
 }  // namespace dbs::net

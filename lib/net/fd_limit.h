@@ -9,4 +9,8 @@ namespace dbs::net {
 // limit. Never throws.
 std::size_t raise_fd_limit(std::size_t want);
 
+// How many connections fit in fd_limit descriptors when `reserve` of them are kept for other
+// files (traces, journal, listeners, HTTP): min(wanted, fd_limit - reserve), 0 when none fit.
+std::size_t connections_within(std::size_t fd_limit, std::size_t wanted, std::size_t reserve);
+
 }  // namespace dbs::net

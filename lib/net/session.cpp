@@ -18,7 +18,8 @@ LineSession::LineSession(tcp::socket socket, SessionHandler& handler, SessionMan
       id_(id),
       reader_(std::min(limits.max_message, limits.hello_max_message)),
       idle_limit_s_(limits.hello_s),
-      last_line_(Clock::now()) {
+      started_(Clock::now()),
+      last_line_(started_) {
   error_code ec;
   const auto remote = socket_.remote_endpoint(ec);
   peer_ = ec ? "?" : to_string(remote);
@@ -33,7 +34,11 @@ void LineSession::read() {
   socket_.async_read_some(asio::buffer(buffer_),
                           [self = shared_from_this()](const error_code& ec, std::size_t n) {
                             if (self->closed_ || self->closing_) return;
-                            if (ec) {  // eof, reset, or operation_aborted at shutdown
+                            if (ec == asio::error::eof && !self->reader_.partial()) {
+                              self->half_closed();  // the peer is done sending, not reading
+                              return;
+                            }
+                            if (ec) {  // reset, or operation_aborted at shutdown
                               self->close();
                               return;
                             }
@@ -45,6 +50,7 @@ bool LineSession::consume(std::size_t n) {
   const bool had_partial = reader_.partial();
   const bool ok = reader_.feed(std::string_view(buffer_.data(), n), [this](std::string_view line) {
     last_line_ = Clock::now();
+    owed_ = true;
     handler_.on_line(*this, line);
     return open();
   });
@@ -58,18 +64,27 @@ bool LineSession::consume(std::size_t n) {
   return true;
 }
 
+void LineSession::half_closed() {
+  read_closed_ = true;
+  closing_since_ = Clock::now();
+  if (!owed_ && !writing_now_ && queue_.empty()) close();
+}
+
 void LineSession::set_registered(double idle_s) {
+  registered_ = true;
   idle_limit_s_ = idle_s;
   reader_.set_max_line(limits_.max_message);
 }
 
 void LineSession::send(Message message) {
   if (closed_ || closing_) return;
-  queued_bytes_ += message->size();
-  if (queued_bytes_ > limits_.max_queued) {  // the peer does not read: nothing to tell it
-    close();
+  const std::size_t n = message->size();
+  if (queued_bytes_ + n > limits_.max_queued || !manager_.reserve_queued(n)) {
+    close();  // the peer does not read, or all peers together hold too much: nothing to tell it
     return;
   }
+  queued_bytes_ += n;
+  owed_ = false;  // whatever goes out after a line answers it
   queue_.push_back(std::move(message));
   if (!writing_now_) write();
 }
@@ -106,7 +121,9 @@ void LineSession::write() {
 void LineSession::on_write(const error_code& ec, std::size_t n) {
   writing_now_ = false;
   writing_.clear();
-  queued_bytes_ -= std::min(queued_bytes_, n);
+  const std::size_t sent = closed_ ? queued_bytes_ : std::min(queued_bytes_, n);
+  queued_bytes_ -= sent;
+  manager_.release_queued(sent);
   if (closed_) return;
   if (ec) {
     close();
@@ -114,7 +131,7 @@ void LineSession::on_write(const error_code& ec, std::size_t n) {
   }
   if (!queue_.empty()) {
     write();
-  } else if (closing_) {
+  } else if (closing_ || (read_closed_ && !owed_)) {
     error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     close();
@@ -127,21 +144,27 @@ void LineSession::close() {
   error_code ignored;
   socket_.close(ignored);
   queue_.clear();
+  if (!writing_now_) {  // else on_write releases what the write in flight holds
+    manager_.release_queued(queued_bytes_);
+    queued_bytes_ = 0;
+  }
   handler_.on_close(*this);
   manager_.remove(this);
 }
 
 std::string LineSession::overdue(Clock::time_point now) const {
-  if (closed_ || closing_) return "";
+  if (closed_ || closing_ || read_closed_) return "";
   if (reader_.partial() && now - partial_since_ > std::chrono::duration<double>(limits_.line_s))
     return "message not completed within " + format_seconds(limits_.line_s);
   if (now - last_line_ > std::chrono::duration<double>(idle_limit_s_))
     return "no message for " + format_seconds(idle_limit_s_);
+  if (!registered_ && now - started_ > std::chrono::duration<double>(limits_.hello_s))
+    return "not registered within " + format_seconds(limits_.hello_s);
   return "";
 }
 
 bool LineSession::closing_overdue(Clock::time_point now) const {
-  return closing_ && !closed_ &&
+  return (closing_ || read_closed_) && !closed_ &&
          now - closing_since_ > std::chrono::duration<double>(limits_.close_s);
 }
 

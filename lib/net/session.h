@@ -31,10 +31,12 @@ class SessionHandler {
 struct SessionLimits {
   std::size_t max_message = proto::kMaxMessage;  // bytes per line
   std::size_t hello_max_message = 64 * 1024;     // bytes per line until set_registered()
-  double hello_s = 10;                 // idle limit until set_registered() (the register deadline)
+  double hello_s = 10;                 // set_registered() must come within this after connecting,
+                                       // whatever the peer sends meanwhile
   double line_s = 10;                  // an unfinished line must be completed within this
-  double close_s = 2;                  // a closing session that cannot flush is cut after this
-  std::size_t max_queued = 64u << 20;  // bytes waiting to be written; more drops the peer
+  double close_s = 2;  // a closing or half-closed session that cannot flush is cut after this
+  std::size_t max_queued = 16u << 20;  // bytes waiting to be written; more drops the peer
+  std::size_t max_queued_total = 256u << 20;  // the same over all sessions of the manager
 };
 
 using Message = std::shared_ptr<const std::string>;
@@ -67,6 +69,10 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
  private:
   void read();
   bool consume(std::size_t n);  // feeds n bytes of buffer_; false once the session ended
+  // The peer half-closed (or closed): when its last line is still unanswered, the answer is
+  // still sent (the session closes once a write leaves nothing queued, or close_s after the
+  // end of its input); else the session closes now.
+  void half_closed();
   void write();
   void on_write(const error_code& ec, std::size_t n);
 
@@ -81,9 +87,11 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
   std::vector<Message> queue_, writing_;
   std::vector<asio::const_buffer> buffers_;
   std::size_t queued_bytes_ = 0;
-  bool writing_now_ = false, closing_ = false, closed_ = false;
+  bool writing_now_ = false, closing_ = false, closed_ = false, registered_ = false;
+  bool read_closed_ = false;  // the peer shut down its sending side
+  bool owed_ = false;         // a line was read and nothing was sent since
   double idle_limit_s_;
-  Clock::time_point last_line_, partial_since_, closing_since_;
+  Clock::time_point started_, last_line_, partial_since_, closing_since_;
 };
 
 }  // namespace dbs::net

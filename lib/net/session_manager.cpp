@@ -16,6 +16,12 @@ std::shared_ptr<LineSession> SessionManager::start(tcp::socket socket, SessionHa
   return s;
 }
 
+bool SessionManager::reserve_queued(std::size_t n) {
+  if (queued_ + n > limits_.max_queued_total) return false;
+  queued_ += n;
+  return true;
+}
+
 void SessionManager::remove(LineSession* session) {
   sessions_.erase(session);
 }

@@ -3,6 +3,7 @@
 // `sweep_s` for the time limits (idle, unfinished line, stuck close). One io_context thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -25,6 +26,10 @@ class SessionManager {
   std::size_t size() const { return sessions_.size(); }
   const SessionLimits& limits() const { return limits_; }
   std::uint64_t timed_out() const { return timed_out_; }  // sessions dropped by a time limit
+  // Bytes queued for writing over all sessions, bounded by limits().max_queued_total.
+  std::size_t queued() const { return queued_; }
+  bool reserve_queued(std::size_t n);  // false (nothing reserved) when over the bound
+  void release_queued(std::size_t n) { queued_ -= std::min(queued_, n); }
 
  private:
   void arm();
@@ -35,6 +40,7 @@ class SessionManager {
   double sweep_s_;
   std::unordered_map<LineSession*, std::shared_ptr<LineSession>> sessions_;
   std::uint64_t next_id_ = 1, timed_out_ = 0;
+  std::size_t queued_ = 0;
   bool stopped_ = false;
 };
 

@@ -35,6 +35,9 @@ std::string read_token_file(const std::string& path) {
   ::close(fd);
   if (!ok) throw ConfigError("token file " + path + ": " + std::strerror(err));
   if (!S_ISREG(st.st_mode)) throw ConfigError("token file " + path + " is not a regular file");
+  if (st.st_uid != ::geteuid())
+    throw ConfigError("token file " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                      ", not by this process's user (uid " + std::to_string(::geteuid()) + ")");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));

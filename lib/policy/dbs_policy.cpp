@@ -79,9 +79,22 @@ class Dbs : public Policy {
     return p;
   }
 
+  // All or nothing: when the reports or the plan made from them are refused (InputError),
+  // the estimator is left as it was.
   Plan next(const Plan& current, std::span<const Report> reports) override {
     check_current(current, config_, world_);
     const std::vector<Report> by = by_rank(reports, world_);
+    const std::vector<double> estimate = estimate_, last = last_;
+    try {
+      return decide(current, by);
+    } catch (...) {
+      estimate_ = estimate;
+      last_ = last;
+      throw;
+    }
+  }
+
+  Plan decide(const Plan& current, const std::vector<Report>& by) {
     std::vector<int> held, silent;
     observe(by, held, silent);
 
@@ -153,6 +166,9 @@ class Dbs : public Policy {
   void observe(const std::vector<Report>& by, std::vector<int>& held, std::vector<int>& silent) {
     for (std::size_t i = 0; i < by.size(); ++i) {
       const double rate = measured_rate(by[i]);
+      if (!std::isfinite(rate))
+        throw InputError(format("report of rank %zu: throughput %g samples/s is not finite", i,
+                                rate));
       if (rate <= 0) {
         silent.push_back(static_cast<int>(i));
         continue;

@@ -24,6 +24,7 @@ double measured_rate(const Report& report);
 void check_current(const Plan& current, const Settings& settings, int world);
 
 // plan.throughput, predicted_epoch_s and ideal_epoch_s for throughputs v (0 = unknown rank).
+// Throws InputError when a prediction is not finite: a policy never returns such a plan.
 void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch);
 
 // How apportion hands out the leftover samples after every rank got floor(x_i) of its exact

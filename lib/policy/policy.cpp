@@ -172,11 +172,20 @@ void check_current(const Plan& current, const Settings& config, int world) {
 }
 
 void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw InputError(format("plan for epoch %lld: throughput of rank %zu is %g, not finite",
+                              static_cast<long long>(plan.epoch + 1), i, v[i]));
   plan.throughput = v;
   const bool known = std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
   const double sum = std::accumulate(v.begin(), v.end(), 0.0);
   plan.predicted_epoch_s = known ? predicted_epoch_s(plan.batch, v, samples_per_epoch) : 0.0;
   plan.ideal_epoch_s = known ? static_cast<double>(samples_per_epoch) / sum : 0.0;
+  if (!std::isfinite(plan.predicted_epoch_s) || !std::isfinite(plan.ideal_epoch_s))
+    throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
+                            "finite (throughputs too small or too large)",
+                            static_cast<long long>(plan.epoch + 1), plan.predicted_epoch_s,
+                            plan.ideal_epoch_s));
 }
 
 // Apportionment within bounds. Words: w_i the weights scaled to (0, 1]; x_i = clamp(L * w_i, lo,

@@ -1,8 +1,92 @@
 #include "lib/proto/checks.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "lib/proto/codec.h"
 #include "lib/proto/protocol.h"
+#include "lib/proto/share.h"
 
 namespace dbs::proto {
+namespace {
+
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  std::string s = buf;
+  // The shortest form that reads back the same, for messages that quote the value.
+  for (int digits = 1; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::strtod(buf, nullptr) == x) return buf;
+  }
+  return s;
+}
+
+void count(const char* field, std::int64_t x, std::int64_t lo, std::int64_t hi) {
+  if (x < lo || x > hi)
+    throw ProtocolError(ErrorCode::invalid, std::string("field '") + field +
+                                                "' must be an integer in [" + std::to_string(lo) +
+                                                ", " + std::to_string(hi) + "], got " +
+                                                std::to_string(x));
+}
+
+void figure(const char* field, double x) {
+  if (x == 0 || (x >= kMinFigure && x <= kMaxFigure)) return;
+  throw ProtocolError(ErrorCode::invalid, std::string("field '") + field +
+                                              "' must be 0 or a number in [" +
+                                              number(kMinFigure) + ", " + number(kMaxFigure) +
+                                              "], got " + number(x));
+}
+
+}  // namespace
+
+void check_bounds(const policy::Report& r) {
+  count("epoch", r.epoch + 1, 1, kMaxEpoch);
+  count("samples", r.samples, 0, kMaxSamples);
+  count("steps", r.steps, 0, kMaxSamples);
+  figure("compute_s", r.compute_s);
+  figure("comm_s", r.comm_s);
+  figure("step_rate_median", r.step_rate_median);
+}
+
+void check_bounds(const PlanMsg& p) {
+  count("epoch", p.epoch + 1, 1, kMaxEpoch + 1);
+}
+
+void check_bounds(const policy::Settings& c) {
+  count("samples_per_epoch", c.samples_per_epoch, 0, kMaxSamples);
+}
+
+std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
+                         const policy::Settings& config) {
+  try {
+    if (plan.world() != world || plan.offset.size() != plan.batch.size())
+      return "plan has " + std::to_string(plan.world()) + " ranks, the job has " +
+             std::to_string(world);
+    // What is sent: one share per rank. Each must decode to itself, and the shares together
+    // must assemble into a plan the agents accept.
+    const PlanLines lines("j", plan);
+    std::vector<PlanMsg> got;
+    std::vector<Share> shares;
+    for (int r = 0; r < world; ++r) {
+      const std::string line = lines.line(r);
+      const Message m = decode(std::string_view(line).substr(0, line.size() - 1));
+      const auto* p = std::get_if<PlanMsg>(&m);
+      if (p == nullptr) return "rank " + std::to_string(r) + "'s share is not a plan message";
+      if (p->rank != r) return "rank " + std::to_string(r) + "'s share names another rank";
+      got.push_back(*p);
+      shares.push_back(share_of(*p));
+    }
+    std::string why;
+    const std::optional<policy::Plan> whole = assemble(got.front(), shares, why);
+    if (!whole) return "the shares do not assemble: " + why;
+    return plan_mismatch(*whole, epoch, world, config);
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+}
 
 void check_rank(int rank, int world) {
   if (rank < 0 || rank >= world)

@@ -1,5 +1,6 @@
-// Checks that need more than one message: a rank against its job, a register against the job
-// it joins, a plan against the job it is for, and the token comparison. Pure functions.
+// The numeric bounds of the protocol (one table, enforced by decode) and the checks that need
+// more than one message: a rank against its job, a register against the job it joins, a plan
+// against the job it is for, and the token comparison. Pure functions.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,33 @@
 #include "lib/proto/protocol.h"
 
 namespace dbs::proto {
+
+// Ranges of the numeric fields, chosen so that every plan computed from values within them
+// stays in int64 arithmetic and finite doubles:
+//   epoch (1-based)                  [1, kMaxEpoch]      plan epoch [1, kMaxEpoch + 1]
+//   samples_per_epoch, samples, steps [0, kMaxSamples]
+//   compute_s, comm_s (s), step_rate_median (samples/s): 0 (= none) or [kMinFigure, kMaxFigure]
+// (N + B - 1) / B with N <= 1e15 and B < 2^31 cannot overflow; a rate is at least
+// 1 / kMaxFigure and a time at most steps * B / rate <= 1e15 * 2^31 * 1e9, finite.
+inline constexpr std::int64_t kMaxEpoch = 1'000'000;
+inline constexpr std::int64_t kMaxSamples = 1'000'000'000'000'000;  // 1e15
+inline constexpr double kMinFigure = 1e-9;
+inline constexpr double kMaxFigure = 1e9;
+
+// Each throws ProtocolError(invalid) naming the first field out of its range, e.g.
+//   "field 'compute_s' must be 0 or a number in [1e-09, 1e+09], got 1e-320"
+//   "field 'epoch' must be an integer in [1, 1000000], got 1000001"
+// Reports and configs use wire epochs (report.epoch + 1); plans likewise.
+void check_bounds(const policy::Report& report);
+void check_bounds(const PlanMsg& plan);
+void check_bounds(const policy::Settings& config);
+
+// "" when the agents would accept `plan` as the plan of `epoch` (0-based) of the job: every
+// rank's share (PlanLines::line) decodes, the shares assemble into one plan, and plan_mismatch
+// finds nothing in it. The daemon asserts this before
+// sending a plan.
+std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
+                         const policy::Settings& config);
 
 // Throws ProtocolError(invalid): "rank 2 out of range for a job of 2 ranks".
 void check_rank(int rank, int world);

@@ -143,7 +143,10 @@ RegisterMsg register_from(const Fields& f) {
   m.rank = f.small("rank", 0);
   check_rank(m.rank, m.world);
   m.host = f.string("host", 255);
-  if (f.has("config")) m.config = policy::settings_from_json(f.object("config"));
+  if (f.has("config")) {
+    m.config = policy::settings_from_json(f.object("config"));
+    check_bounds(*m.config);
+  }
   return m;
 }
 
@@ -163,6 +166,7 @@ PlanMsg plan_from(const Fields& f) {
   m.changed = f.boolean("changed");
   m.reason = f.string("reason", kMaxMessage);
   m.hash = hash_of(f);
+  check_bounds(m);
   return m;
 }
 
@@ -173,7 +177,11 @@ Message message_from(const Fields& f) {
     throw ProtocolError(ErrorCode::version, "unsupported protocol version " + v.dump() +
                                                 " (expected " + std::to_string(kVersion) + ")");
   const std::string type = f.string("type", 64);
-  if (type == "report") return ReportMsg{job_of(f), policy::report_from_json(f)};
+  if (type == "report") {
+    ReportMsg m{job_of(f), policy::report_from_json(f)};
+    check_bounds(m.report);
+    return m;
+  }
   if (type == "heartbeat") return HeartbeatMsg{};
   if (type == "register") return register_from(f);
   if (type == "plan") return plan_from(f);

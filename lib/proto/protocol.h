@@ -44,7 +44,9 @@
 //     A report of an epoch that is already planned is answered with the plan made from it (a
 //     rank that reconnected resends its report). A report of a later epoch than the daemon
 //     expects means the agents ran epochs on their embedded policy: the daemon moves on to it.
-//  5. Either side may send {"v":2,"type":"heartbeat"} at any time; the daemon answers with one.
+//  5. Once registered, either side may send {"v":2,"type":"heartbeat"}; the daemon answers with
+//     one. A heartbeat before register is refused (state): a connection must register within
+//     --hello-timeout of connecting, whatever it sends meanwhile.
 //     Agents send one when they have been quiet for a while, so idle limits do not drop them.
 //  6. The agent ends with {"v":2,"type":"goodbye","done":true} (done: the job finished); the
 //     daemon answers goodbye and closes. A job whose ranks all said done is finished.

@@ -28,7 +28,9 @@ class AgentHandler : public net::SessionHandler {
 
  private:
   void dispatch(net::LineSession& session, std::string_view line);
-  void authenticate(const std::string& presented) const;
+  // The daemon token creates a job; the job's key (net::job_key) creates or joins it. Throws
+  // ProtocolError(auth).
+  void authenticate(const proto::RegisterMsg& r) const;
 
   JobTable& jobs_;
   std::string token_;

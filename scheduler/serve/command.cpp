@@ -6,6 +6,8 @@
 
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "lib/net/job_key.h"
+#include "lib/net/token.h"
 #include "scheduler/serve/daemon.h"
 
 namespace dbs::scheduler {
@@ -68,12 +70,48 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-message", o->max_message, "bytes per message")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  cmd->add_option("--max-queued", o->max_queued,
+                  "bytes waiting to be sent over all connections; a peer that would pass it is "
+                  "dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40));
+  cmd->add_option("--max-world", o->max_world, "ranks per job")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--ready-file", o->ready_file,
                   "once listening, write {\"listen\", \"http\", \"pid\"} here as JSON");
   cmd->add_option("--log-level", o->log_level, "debug, info, warning or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   cmd->callback([&action, o] { action = [o] { return serve(*o); }; });
+}
+
+void add_job_key_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::string token_file, job;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "job-key",
+      "print the key of a job: its ranks present it instead of the daemon token (which only\n"
+      "creates jobs). Example, in a job script that can read the token:\n"
+      "  (umask 077; dbs-scheduler job-key --token-file /etc/dbs/token $JOB > key)\n"
+      "  dbs-agent --scheduler head:7070 --job $JOB --token-file key ...");
+  cmd->add_option("--token-file", a->token_file, "the daemon token (a file only its owner may read)")
+      ->envname("DBS_TOKEN_FILE")
+      ->required();
+  cmd->add_option("job", a->job, "the job id")->required();
+  cmd->callback([&action, a] {
+    action = [a] {
+      try {
+        std::printf("%s\n", net::job_key(net::read_token_file(a->token_file), a->job).c_str());
+        return 0;
+      } catch (const ConfigError& e) {
+        std::fprintf(stderr, "dbs-scheduler job-key: %s\n", e.what());
+        return 2;
+      }
+    };
+  });
 }
 
 }  // namespace dbs::scheduler

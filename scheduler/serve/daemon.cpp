@@ -10,6 +10,7 @@
 #include "lib/net/address.h"
 #include "lib/net/fd_limit.h"
 #include "lib/net/token.h"
+#include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/state_dir.h"
 
@@ -22,6 +23,8 @@ net::SessionLimits limits_of(const ServeOptions& o) {
   l.hello_max_message = std::min<std::size_t>(o.max_message, 64 * 1024);
   l.hello_s = o.hello_timeout_s;
   l.line_s = o.line_timeout_s;
+  l.max_queued_total = o.max_queued;
+  l.max_queued = std::min(l.max_queued, o.max_queued);
   return l;
 }
 
@@ -41,6 +44,9 @@ void check_options(const ServeOptions& o) {
   if (o.max_connections == 0) throw ConfigError("--max-connections must be > 0");
   if (o.max_jobs == 0) throw ConfigError("--max-jobs must be > 0");
   if (o.max_message < 1024) throw ConfigError("--max-message must be >= 1024");
+  if (o.max_world < 1 || o.max_world > proto::kMaxWorld)
+    throw ConfigError("--max-world must be in [1, " + std::to_string(proto::kMaxWorld) + "]");
+  if (o.max_queued < (1u << 20)) throw ConfigError("--max-queued must be >= 1048576");
 }
 
 // The endpoint for `text`; without a token only loopback addresses are allowed.
@@ -63,13 +69,15 @@ Daemon::Daemon(const ServeOptions& options)
                  status_ = 1;
                  stop();
                }),
-      jobs_(io_, journal_, options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s),
+      jobs_(io_, journal_,
+            {options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s,
+             options_.max_world}),
       handler_(jobs_, token_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_)) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
   std::optional<net::tcp::endpoint> http;
   if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", !token_.empty());
-  net::raise_fd_limit(options_.max_connections + 256);
+  reserve_descriptors();
   if (!options_.state_dir.empty()) {
     prepare_state_dir(options_.state_dir);
     jobs_.restore(options_.state_dir);
@@ -81,7 +89,7 @@ Daemon::Daemon(const ServeOptions& options)
   agent_endpoint_ = listener_->local_endpoint();
   if (http) {
     http_ = std::make_unique<HttpServer>(
-        io_, *http, [this](const std::string& p, const std::string& q) { return route(p, q); });
+        io_, *http, [this](const HttpRequest& r) { return route(r); });
     http_endpoint_ = http_->local_endpoint();
   }
   if (options_.handle_signals) {
@@ -99,6 +107,23 @@ Daemon::Daemon(const ServeOptions& options)
       (http_endpoint_ ? ", HTTP on " + net::to_string(*http_endpoint_) : "") +
       (token_.empty() ? " (no token: loopback only)" : " (token required)") +
       (options_.state_dir.empty() ? ", state in memory only" : ", state in " + options_.state_dir));
+}
+
+void Daemon::reserve_descriptors() {
+  // One descriptor per agent connection; the rest are reserved: an open trace per running job,
+  // the HTTP connections, and the journal, listeners, signals and state files.
+  const std::size_t reserve = options_.max_jobs + kHttpConnections + 64;
+  const std::size_t limit = net::raise_fd_limit(options_.max_connections + reserve);
+  if (limit == 0) return;  // unknown: keep the options
+  max_connections_ = net::connections_within(limit, options_.max_connections, reserve);
+  if (max_connections_ == 0)
+    throw ConfigError("the open-file limit (" + std::to_string(limit) + ") leaves no room for " +
+                      "agent connections after " + std::to_string(reserve) +
+                      " reserved descriptors; lower --max-jobs or raise ulimit -n");
+  if (max_connections_ < options_.max_connections)
+    log::warn("the open-file limit (" + std::to_string(limit) + ") allows " +
+              std::to_string(max_connections_) + " agent connections, not --max-connections " +
+              std::to_string(options_.max_connections));
 }
 
 Daemon::~Daemon() {
@@ -132,10 +157,10 @@ void Daemon::shutdown() {
 void Daemon::accept(net::tcp::socket socket) {
   if (stopping_) return;
   auto session = sessions_.start(std::move(socket), handler_);
-  if (sessions_.size() > options_.max_connections) {
+  if (sessions_.size() > max_connections_) {
     ++refused_;
     session->fail(proto::ErrorCode::limit,
-                  "too many connections (limit " + std::to_string(options_.max_connections) + ")");
+                  "too many connections (limit " + std::to_string(max_connections_) + ")");
   }
 }
 
@@ -153,13 +178,19 @@ Stats Daemon::stats() const {
   return s;
 }
 
-HttpResponse Daemon::route(const std::string& path, const std::string&) {
+HttpResponse Daemon::route(const HttpRequest& r) {
+  // Job ids, worlds and hosts only for loopback clients or holders of the daemon token.
+  const bool trusted = (r.loopback && options_.http_trust_loopback) ||
+                       (!token_.empty() && proto::tokens_equal(token_, r.bearer));
+  const std::string& path = r.path;
   if (path == "/metrics")
-    return {200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(jobs_, stats())};
+    return {200, "text/plain; version=0.0.4; charset=utf-8",
+            render_metrics(jobs_, stats(), trusted)};
   if (path == "/status")
-    return {200, "application/json", render_status(jobs_, stats()).dump(2) + "\n"};
+    return {200, "application/json", render_status(jobs_, stats(), trusted).dump(2) + "\n"};
   if (path == "/" || path == "/index.html")
-    return {200, "text/html; charset=utf-8", render_page(jobs_, stats())};
+    return {200, "text/html; charset=utf-8",
+            trusted ? render_page(jobs_, stats()) : render_public_page(jobs_, stats())};
   return {404, "text/plain; charset=utf-8", "not found: try /, /status or /metrics\n"};
 }
 

@@ -39,9 +39,10 @@ class Daemon {
 
  private:
   void accept(net::tcp::socket socket);
-  HttpResponse route(const std::string& path, const std::string& query);
+  HttpResponse route(const HttpRequest& request);
   void shutdown();
   void write_ready_file() const;
+  void reserve_descriptors();  // raises the open-file limit, sets max_connections_
 
   ServeOptions options_;
   net::asio::io_context io_{1};
@@ -56,7 +57,8 @@ class Daemon {
   net::tcp::endpoint agent_endpoint_;
   std::optional<net::tcp::endpoint> http_endpoint_;
   net::Clock::time_point started_ = net::Clock::now();
-  std::uint64_t refused_ = 0;  // connections over the limit
+  std::size_t max_connections_ = options_.max_connections;  // what the descriptors allow
+  std::uint64_t refused_ = 0;                                // connections over the limit
   int status_ = 0;
   std::atomic<bool> stopping_{false};
 };

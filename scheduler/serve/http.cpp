@@ -1,11 +1,42 @@
 #include "scheduler/serve/http.h"
 
+#include <cctype>
 #include <vector>
+
+#include "lib/net/address.h"
 
 namespace dbs::scheduler {
 
 using net::error_code;
 namespace asio = net::asio;
+
+namespace {
+
+// The token of the head's "Authorization: Bearer TOKEN" line (header names ignore case).
+std::string bearer_of(const std::string& head) {
+  std::size_t at = head.find("\r\n");
+  while (at != std::string::npos && at + 2 < head.size()) {
+    const std::size_t start = at + 2, end = head.find("\r\n", start);
+    const std::string line = head.substr(start, end == std::string::npos ? end : end - start);
+    const std::string name = "authorization:";
+    bool match = line.size() > name.size();
+    for (std::size_t i = 0; match && i < name.size(); ++i)
+      match = std::tolower(static_cast<unsigned char>(line[i])) == name[i];
+    if (match) {
+      std::string value = line.substr(name.size());
+      value.erase(0, value.find_first_not_of(' '));
+      if (value.rfind("Bearer ", 0) == 0) {
+        value.erase(0, 7);
+        while (!value.empty() && value.back() == ' ') value.pop_back();
+        return value;
+      }
+    }
+    at = end;
+  }
+  return "";
+}
+
+}  // namespace
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
@@ -13,7 +44,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
 
   void start() {
-    timer_.expires_after(std::chrono::seconds(5));
+    timer_.expires_after(kHeadTime);
     timer_.async_wait([self = shared_from_this()](const error_code& ec) {
       if (!ec) self->close();  // too slow
     });
@@ -31,7 +62,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     server_.owned_.erase(shared_from_this());
   }
 
+  // Still waiting for its request: the first to go when the server is full.
+  bool idle() const { return !responding_ && !closed_; }
+  net::Clock::time_point since() const { return since_; }
+
  private:
+  static constexpr auto kHeadTime = std::chrono::seconds(5);    // to send the request head
+  static constexpr auto kWriteTime = std::chrono::seconds(60);  // to take the response
+
   void on_head(const error_code& ec) {
     if (closed_) return;
     if (ec == asio::error::not_found) {  // head longer than the limit
@@ -56,12 +94,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       return;
     }
     const auto q = target.find('?');
-    HttpResponse r =
-        server_.router_(target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1));
+    HttpRequest request;
+    request.path = target.substr(0, q);
+    request.query = q == std::string::npos ? "" : target.substr(q + 1);
+    error_code ec2;
+    const auto remote = socket_.remote_endpoint(ec2);
+    request.loopback = !ec2 && net::is_loopback(remote.address());
+    request.bearer = bearer_of(head_);
+    HttpResponse r = server_.router_(request);
     respond(std::move(r), method == "HEAD");
   }
 
   void respond(HttpResponse r, bool head_only) {
+    responding_ = true;
+    timer_.expires_after(kWriteTime);  // a large body to a slow reader is not cut at kHeadTime
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (!ec) self->close();
+    });
     const char* reason = r.status == 200   ? "OK"
                          : r.status == 404 ? "Not Found"
                          : r.status == 405 ? "Method Not Allowed"
@@ -84,7 +133,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   asio::steady_timer timer_;
   HttpServer& server_;
   std::string head_, out_;
-  bool closed_ = false;
+  bool closed_ = false, responding_ = false;
+  net::Clock::time_point since_ = net::Clock::now();
 };
 
 HttpServer::HttpServer(asio::io_context& io, const net::tcp::endpoint& where, HttpRouter router,
@@ -93,7 +143,7 @@ HttpServer::HttpServer(asio::io_context& io, const net::tcp::endpoint& where, Ht
       router_(std::move(router)),
       max_connections_(max_connections),
       listener_(io, where, "--http", [this](net::tcp::socket socket) {
-        if (owned_.size() >= max_connections_) {
+        if (owned_.size() >= max_connections_ && !evict_idle()) {
           error_code ignored;
           socket.close(ignored);
           return;
@@ -102,6 +152,15 @@ HttpServer::HttpServer(asio::io_context& io, const net::tcp::endpoint& where, Ht
         owned_.insert(c);
         c->start();
       }) {}
+
+bool HttpServer::evict_idle() {
+  std::shared_ptr<HttpConnection> oldest;
+  for (const auto& c : owned_)
+    if (c->idle() && (!oldest || c->since() < oldest->since())) oldest = c;
+  if (!oldest) return false;
+  oldest->close();
+  return true;
+}
 
 void HttpServer::stop() {
   listener_.stop();

@@ -4,6 +4,8 @@
 
 #include "lib/common/fields.h"
 #include "lib/common/format.h"
+#include "lib/common/error.h"
+#include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "lib/proto/protocol.h"
 #include "lib/trace/trace.h"
@@ -42,6 +44,10 @@ Job::Job(std::string id, int world, policy::Settings config)
       have_(static_cast<std::size_t>(world), 0),
       hosts_(static_cast<std::size_t>(world)) {
   for (auto& r : last_) r.epoch = -1;
+}
+
+std::size_t Job::history_kept() const {
+  return std::clamp(kHistoryCells / static_cast<std::size_t>(world_), kHistoryMin, kHistory);
 }
 
 Job::Accepted Job::add(const policy::Report& r) {
@@ -96,8 +102,18 @@ EpochOutcome Job::plan(double timeout_s) {
       current.offset = policy::offsets_of(ran);
     }
   }
-  o.plan = policy_->next(current, all);
-  if (!o.missing.empty()) o.plan.reason += missing_note(o.missing, timeout_s);
+  try {
+    o.plan = policy_->next(current, all);
+    if (!o.missing.empty()) o.plan.reason += missing_note(o.missing, timeout_s);
+    const std::string refused = proto::plan_refusal(o.plan, plan_.epoch + 1, world_, config_);
+    if (!refused.empty()) throw CheckError("the policy made a plan agents refuse: " + refused);
+  } catch (const Error& e) {  // the policy left its state as it was
+    o.plan = plan_;
+    o.plan.epoch = plan_.epoch + 1;
+    o.plan.changed = false;
+    o.plan.reason = std::string("kept: ") + e.what();
+    if (!o.missing.empty()) o.plan.reason += missing_note(o.missing, timeout_s);
+  }
   o.policy_state = policy_->state();
   return o;
 }
@@ -119,7 +135,10 @@ void Job::commit(const EpochOutcome& o) {
     slowest = std::max(slowest, r.compute_s + r.comm_s);
   }
   if (o.missing.empty() && sum_v > 0 && slowest > 0) h.efficiency = samples / sum_v / slowest;
-  if (history_.size() == kHistory) history_.erase(history_.begin());
+  const std::size_t kept = history_kept();
+  if (history_.size() >= kept)
+    history_.erase(history_.begin(),
+                   history_.begin() + static_cast<std::ptrdiff_t>(history_.size() - kept + 1));
   history_.push_back(std::move(h));
   reports_ += static_cast<std::int64_t>(o.reports.size());
   ++plans_;

@@ -35,7 +35,10 @@ struct EpochHistory {
 class Job {
  public:
   enum class Accepted { first, pending, complete, duplicate };
-  static constexpr std::size_t kHistory = 1000;  // epochs kept for the charts
+  static constexpr std::size_t kHistory = 1000;  // epochs kept for the charts, at most
+  static constexpr std::size_t kHistoryCells = 1 << 17;  // and at most this many rank-epochs
+  static constexpr std::size_t kHistoryMin = 16;         // but at least this many epochs
+  std::size_t history_kept() const;                      // epochs kept for this world
 
   // Throws ConfigError when the policy spec or config is invalid.
   Job(std::string id, int world, policy::Settings config);
@@ -47,7 +50,9 @@ class Job {
   bool has_pending() const { return received_ > 0; }
   // The plan of the next epoch from the reports received (missing ranks use their last
   // report; timeout_s is named in the reason). Advances the policy; the caller journals the
-  // outcome and passes it to commit(), which applies it to the rest of the job.
+  // outcome and passes it to commit(), which applies it to the rest of the job. Never throws
+  // for bad figures: when the policy refuses the reports, or makes a plan an agent would
+  // refuse (proto::plan_refusal), the plan is kept and the reason says why.
   EpochOutcome plan(double timeout_s);
   void commit(const EpochOutcome& outcome);
 

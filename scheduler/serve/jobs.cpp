@@ -5,6 +5,7 @@
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 #include "lib/common/log.h"
+#include "lib/net/printable.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "lib/trace/trace.h"
@@ -18,8 +19,9 @@ using proto::ProtocolError;
 
 }  // namespace
 
-LiveJob::LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j)
+LiveJob::LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j, std::uint64_t n)
     : job(std::move(j)),
+      serial(n),
       sessions(static_cast<std::size_t>(job->world()), nullptr),
       done(static_cast<std::size_t>(job->world()), 0),
       timer(io) {}
@@ -45,18 +47,12 @@ std::string trace_start(const Job& job) {
          trace::plan_record(job.initial(), 0, "initial").dump() + "\n";
 }
 
-JobTable::JobTable(net::asio::io_context& io, Journal& journal, double report_timeout_s,
-                   std::size_t max_jobs, double abandon_after_s)
-    : io_(io),
-      journal_(journal),
-      report_timeout_s_(report_timeout_s),
-      max_jobs_(max_jobs),
-      abandon_after_s_(abandon_after_s),
-      sweep_(io) {}
+JobTable::JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits)
+    : io_(io), journal_(journal), limits_(limits), sweep_(io) {}
 
 void JobTable::start_sweeps() {
   sweep_.expires_after(std::chrono::duration_cast<net::Clock::duration>(
-      std::chrono::duration<double>(std::min(60.0, abandon_after_s_ / 4))));
+      std::chrono::duration<double>(std::min(60.0, limits_.abandon_after_s / 4))));
   sweep_.async_wait([this](const net::error_code& ec) {
     if (ec) return;  // stopping
     sweep();
@@ -66,27 +62,31 @@ void JobTable::start_sweeps() {
 
 void JobTable::sweep() {
   const auto now = net::Clock::now();
-  const auto limit = std::chrono::duration<double>(abandon_after_s_);
+  const auto limit = std::chrono::duration<double>(limits_.abandon_after_s);
   std::vector<std::string> abandoned;
   for (const auto& [id, live] : jobs_)
     if (!live->finished && live->connected() == 0 && now - live->last_seen > limit)
       abandoned.push_back(id);
   for (const auto& id : abandoned)
-    finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(abandon_after_s_));
+    finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(limits_.abandon_after_s));
 }
 
 LiveJob& JobTable::create(const proto::RegisterMsg& m) {
   if (!m.config) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
-  if (running() >= max_jobs_)
+  if (m.world > limits_.max_world)
+    throw ProtocolError(ErrorCode::limit, "a job of " + std::to_string(m.world) +
+                                              " ranks is over this daemon's limit of " +
+                                              std::to_string(limits_.max_world) + " (--max-world)");
+  if (running() >= limits_.max_jobs)
     throw ProtocolError(ErrorCode::limit,
-                        "too many jobs (limit " + std::to_string(max_jobs_) + ")");
+                        "too many jobs (limit " + std::to_string(limits_.max_jobs) + ")");
   std::unique_ptr<Job> job;
   try {
     job = std::make_unique<Job>(m.job, m.world, *m.config);
   } catch (const ConfigError& e) {
     throw ProtocolError(ErrorCode::invalid, e.what());
   }
-  auto& live = *(jobs_[m.job] = std::make_unique<LiveJob>(io_, std::move(job)));
+  auto& live = *(jobs_[m.job] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_));
   const nlohmann::json record = {{"type", "job"},
                                  {"job", m.job},
                                  {"world", m.world},
@@ -100,7 +100,8 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m) {
   e.done = deliver(m.job, live.job->current());
   journal_.append(std::move(e));
   log::info("job '" + m.job + "' created: " + std::to_string(m.world) + " ranks, policy " +
-            m.config->policy + ", global batch " + std::to_string(m.config->global_batch));
+            net::printable(m.config->policy) + ", global batch " +
+            std::to_string(m.config->global_batch));
   return live;
 }
 
@@ -122,20 +123,24 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   slot = &session;
   live.last_seen = net::Clock::now();
   live.job->set_host(m.rank, m.host);
-  peer = {m.job, m.rank};
+  peer = {m.job, m.rank, live.serial};
   session.set_registered(idle_s);
   live.send_plan(m.rank);
 }
 
-void JobTable::on_report(net::LineSession& /*session*/, const Peer& peer,
-                         const proto::ReportMsg& m) {
-  const auto it = jobs_.find(m.job);
-  if (it == jobs_.end()) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
+void JobTable::on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m) {
+  if (jobs_.find(m.job) == jobs_.end())
+    throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
   if (m.job != peer.job)
     throw ProtocolError(
         ErrorCode::state,
         "report for job '" + m.job + "' on a connection registered for job '" + peer.job + "'");
-  LiveJob& live = *it->second;
+  LiveJob* held = held_by(session, peer);
+  if (held == nullptr)
+    throw ProtocolError(ErrorCode::state, "this connection no longer holds rank " +
+                                              std::to_string(peer.rank) + " of job '" +
+                                              peer.job + "'");
+  LiveJob& live = *held;
   proto::check_rank(m.report.rank, live.job->world());
   if (m.report.rank != peer.rank)
     throw ProtocolError(ErrorCode::state, "report for rank " + std::to_string(m.report.rank) +
@@ -161,7 +166,7 @@ void JobTable::on_report(net::LineSession& /*session*/, const Peer& peer,
 
 void JobTable::arm_timeout(LiveJob& live) {
   live.timer.expires_after(std::chrono::duration_cast<net::Clock::duration>(
-      std::chrono::duration<double>(report_timeout_s_)));
+      std::chrono::duration<double>(limits_.report_timeout_s)));
   live.timer.async_wait(
       [this, id = live.job->id(), epoch = live.job->current().epoch](const net::error_code& ec) {
         if (ec) return;  // cancelled: planned in time, or shutting down
@@ -169,19 +174,24 @@ void JobTable::arm_timeout(LiveJob& live) {
         if (it == jobs_.end() || it->second->finished) return;
         LiveJob& l = *it->second;
         if (!l.job->has_pending() || l.job->current().epoch != epoch) return;
-        plan_epoch(l);
+        try {  // a handler never throws out of the io loop
+          plan_epoch(l);
+        } catch (const std::exception& e) {
+          log::error("job '" + id + "': planning at the report timeout failed: " +
+                     net::printable(e.what()));
+        }
       });
 }
 
 void JobTable::plan_epoch(LiveJob& live) {
   Job& job = *live.job;
-  EpochOutcome o = job.plan(report_timeout_s_);
+  EpochOutcome o = job.plan(limits_.report_timeout_s);
   job.commit(o);
   if (!o.missing.empty())
     log::warn("job '" + job.id() + "' epoch " + std::to_string(o.epoch + 1) + " planned at the " +
-              "report timeout: " + o.plan.reason);
+              "report timeout: " + net::printable(o.plan.reason));
   log::debug("job '" + job.id() + "' epoch " + std::to_string(o.plan.epoch + 1) + ": " +
-             o.plan.reason);
+             net::printable(o.plan.reason));
   Journal::Entry e;
   e.done = deliver(job.id(), o.plan);
   if (journal_.enabled()) {  // without a state directory there is nothing to write
@@ -208,10 +218,20 @@ std::function<void()> JobTable::deliver(const std::string& job, policy::Plan pla
   };
 }
 
-void JobTable::on_goodbye(const Peer& peer, bool done) {
+LiveJob* JobTable::held_by(const net::LineSession& session, const Peer& peer) {
   const auto it = jobs_.find(peer.job);
-  if (it == jobs_.end() || !done || it->second->finished) return;
+  if (it == jobs_.end() || peer.rank < 0) return nullptr;
   LiveJob& live = *it->second;
+  if (live.serial != peer.serial || peer.rank >= live.job->world() ||
+      live.sessions[static_cast<std::size_t>(peer.rank)] != &session)
+    return nullptr;
+  return &live;
+}
+
+void JobTable::on_goodbye(const net::LineSession& session, const Peer& peer, bool done) {
+  LiveJob* held = held_by(session, peer);
+  if (held == nullptr || !done || held->finished) return;
+  LiveJob& live = *held;
   live.done[static_cast<std::size_t>(peer.rank)] = 1;
   for (const char d : live.done)
     if (!d) return;
@@ -227,6 +247,10 @@ void JobTable::finish(LiveJob& live, const std::string& why) {
   e.line = record.dump() + "\n";
   e.job = id;
   e.end_trace = true;
+  if (++finished_since_compaction_ >= kCompactEvery) {
+    e.compact = true;
+    finished_since_compaction_ = 0;
+  }
   journal_.append(std::move(e));
   log::info("job '" + id + "' " + why + " after " + std::to_string(live.job->plans()) +
             " planned epochs");
@@ -238,11 +262,10 @@ void JobTable::finish(LiveJob& live, const std::string& why) {
 }
 
 void JobTable::on_close(net::LineSession& session, const Peer& peer) {
-  const auto it = jobs_.find(peer.job);
-  if (it == jobs_.end() || peer.rank < 0) return;
-  auto& slot = it->second->sessions[static_cast<std::size_t>(peer.rank)];
-  if (slot == &session) slot = nullptr;
-  it->second->last_seen = net::Clock::now();
+  LiveJob* held = held_by(session, peer);
+  if (held == nullptr) return;
+  held->sessions[static_cast<std::size_t>(peer.rank)] = nullptr;
+  held->last_seen = net::Clock::now();
 }
 
 void JobTable::stop() {

@@ -16,6 +16,7 @@
 #include "lib/proto/codec.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
+#include "scheduler/serve/state_dir.h"
 
 namespace dbs::scheduler {
 
@@ -23,11 +24,13 @@ namespace dbs::scheduler {
 struct Peer {
   std::string job;
   int rank = -1;
+  std::uint64_t serial = 0;  // LiveJob::serial of the job it registered with
 };
 
 struct LiveJob {
-  LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j);
+  LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j, std::uint64_t serial);
   std::unique_ptr<Job> job;
+  std::uint64_t serial;  // unique per daemon: a job id created again is another job
   std::vector<net::LineSession*> sessions;               // by rank; nullptr = not connected
   std::vector<char> done;                                // ranks that said goodbye with done
   net::asio::steady_timer timer;                         // report timeout of the running epoch
@@ -40,19 +43,33 @@ struct LiveJob {
   void send_plan(int rank) const;
 };
 
+struct JobLimits {
+  double report_timeout_s = 5;     // plan an epoch this long after its first report
+  std::size_t max_jobs = 1000;     // running jobs at once
+  double abandon_after_s = 86400;  // finish a running job no rank was connected to this long
+  int max_world = 65536;           // ranks per job
+};
+
 class JobTable {
  public:
-  JobTable(net::asio::io_context& io, Journal& journal, double report_timeout_s,
-           std::size_t max_jobs, double abandon_after_s);
+  JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits);
 
   // Loads the jobs of the journal in dir, rewrites their traces from it and compacts it to the
-  // jobs still running. Call before the journal starts. Throws InputError.
+  // jobs still running. A job whose records cannot be restored is quarantined (state_dir.h),
+  // the others are restored. Call before the journal starts. Throws InputError only when the
+  // directory cannot be read or written.
   void restore(const std::string& dir);
+  struct Quarantined {
+    std::string job;   // "" for journal lines that name no job
+    std::string why;   // the journal line and what is wrong with it
+    std::string path;  // where its journal lines are now
+  };
+  const std::vector<Quarantined>& quarantined() const { return quarantined_; }
 
   void on_register(net::LineSession& session, const proto::RegisterMsg& m, Peer& peer,
                    double idle_s);
   void on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m);
-  void on_goodbye(const Peer& peer, bool done);
+  void on_goodbye(const net::LineSession& session, const Peer& peer, bool done);
   void on_close(net::LineSession& session, const Peer& peer);
   void stop();  // cancels the timers
   // A job that lost all its ranks without goodbye (the job crashed) is finished after
@@ -61,12 +78,17 @@ class JobTable {
 
   const std::map<std::string, std::unique_ptr<LiveJob>>& jobs() const { return jobs_; }
   std::size_t running() const { return jobs_.size() - finished_.size(); }
-  double report_timeout_s() const { return report_timeout_s_; }
+  double report_timeout_s() const { return limits_.report_timeout_s; }
 
   static constexpr std::size_t kFinishedKept = 100;  // finished jobs still shown
+  static constexpr int kCompactEvery = 64;  // the journal drops finished jobs this often
 
  private:
   LiveJob& create(const proto::RegisterMsg& m);
+  void apply(const JournalRecord& record, std::map<std::string, std::string>& traces);
+  // The job of peer when session is still its rank's current connection, else nullptr (the
+  // job finished and was forgotten, was created again, or a newer connection took the rank).
+  LiveJob* held_by(const net::LineSession& session, const Peer& peer);
   void arm_timeout(LiveJob& live);
   void plan_epoch(LiveJob& live);
   void finish(LiveJob& live, const std::string& why);
@@ -76,12 +98,13 @@ class JobTable {
 
   net::asio::io_context& io_;
   Journal& journal_;
-  double report_timeout_s_;
-  std::size_t max_jobs_;
-  double abandon_after_s_;
+  JobLimits limits_;
   net::asio::steady_timer sweep_;
   std::map<std::string, std::unique_ptr<LiveJob>> jobs_;
   std::deque<std::string> finished_;  // oldest first
+  std::uint64_t serials_ = 0;
+  int finished_since_compaction_ = 0;
+  std::vector<Quarantined> quarantined_;
 };
 
 // The header and initial plan lines of a job's trace.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "scheduler/serve/state_dir.h"
 
 namespace dbs::scheduler {
 namespace {
@@ -102,31 +104,16 @@ void Journal::run() {
           for (const auto& f : done) f();
         });
     }
-    // Traces follow the journal: recovery rewrites them from it, so they need no sync.
+    // Traces follow the journal: recovery rewrites them from it, so they need no sync, and a
+    // trace that cannot be written (no descriptor left, traces/ removed) only loses lines until
+    // the next restart: logged, that trace is skipped, the daemon goes on.
     for (auto& e : batch) {
       if (!ok || e.job.empty()) continue;
       if (e.render_trace) e.render_trace(e);
-      std::FILE*& f = traces[e.job];
-      if (f == nullptr || e.new_trace) {
-        if (f != nullptr) std::fclose(f);
-        const std::string path = dir_ + "/traces/" + e.job + ".jsonl";
-        f = std::fopen(path.c_str(), e.new_trace ? "w" : "a");
-        if (f == nullptr) {
-          ok = false;
-          error = path + ": " + std::strerror(errno);
-          continue;
-        }
-      }
-      if (std::fwrite(e.trace.data(), 1, e.trace.size(), f) != e.trace.size() ||
-          std::fflush(f) != 0) {
-        ok = false;
-        error = dir_ + "/traces/" + e.job + ".jsonl: " + std::strerror(errno);
-      }
-      if (e.end_trace) {
-        std::fclose(f);
-        traces.erase(e.job);
-      }
+      write_trace_lines(traces, e);
     }
+    if (ok && std::any_of(batch.begin(), batch.end(), [](const Entry& e) { return e.compact; }))
+      compact();
     if (!ok && !failed_) {
       failed_ = true;
       log::error("journal: " + error);
@@ -134,7 +121,59 @@ void Journal::run() {
     }
     batch.clear();
   }
-  for (auto& [job, f] : traces) std::fclose(f);
+  for (auto& [job, f] : traces)
+    if (f != nullptr) std::fclose(f);
+}
+
+void Journal::compact() {
+  const std::string path = dir_ + "/journal.jsonl";
+  try {
+    const std::vector<JournalRecord> records = read_journal(dir_);
+    const std::vector<bool> keep = still_running(records);
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < records.size(); ++i)
+      if (keep[i]) lines.push_back(records[i].text);
+    if (lines.size() == records.size()) return;
+    rewrite_journal(dir_, lines);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) throw InputError(path + ": cannot reopen: " + std::strerror(errno));
+    ::close(fd_);
+    fd_ = fd;
+    ++compactions_;
+    log::info("journal compacted: " + std::to_string(records.size() - lines.size()) +
+              " records of finished jobs dropped, " + std::to_string(lines.size()) + " kept");
+  } catch (const Error& e) {
+    log::warn(std::string("journal not compacted: ") + e.what());
+  }
+}
+
+void Journal::write_trace_lines(std::map<std::string, std::FILE*>& traces, const Entry& e) {
+  const std::string path = dir_ + "/traces/" + e.job + ".jsonl";
+  const auto it = traces.find(e.job);
+  std::FILE* f = it == traces.end() ? nullptr : it->second;
+  const bool broken = it != traces.end() && f == nullptr;  // failed before: wait for a restart
+  if (e.new_trace || (f == nullptr && !broken)) {
+    if (f != nullptr) std::fclose(f);
+    f = std::fopen(path.c_str(), e.new_trace ? "w" : "a");
+    traces[e.job] = f;
+    if (f == nullptr) {
+      ++trace_failures_;
+      log::error("trace " + path + ": " + std::strerror(errno) +
+                 "; its lines are skipped until a restart rewrites it from the journal");
+    }
+  }
+  if (f != nullptr && (std::fwrite(e.trace.data(), 1, e.trace.size(), f) != e.trace.size() ||
+                       std::fflush(f) != 0)) {
+    ++trace_failures_;
+    log::error("trace " + path + ": " + std::strerror(errno) +
+               "; its lines are skipped until a restart rewrites it from the journal");
+    std::fclose(f);
+    traces[e.job] = f = nullptr;
+  }
+  if (e.end_trace) {
+    if (f != nullptr) std::fclose(f);
+    traces.erase(e.job);
+  }
 }
 
 }  // namespace dbs::scheduler

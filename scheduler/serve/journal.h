@@ -6,7 +6,10 @@
 // Without a directory the journal is off and callbacks run at once.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -26,6 +29,7 @@ class Journal {
     std::string trace;           // trace lines
     bool new_trace = false;      // start the trace file afresh
     bool end_trace = false;      // the job finished: close its trace file
+    bool compact = false;        // after this batch, drop the records of finished jobs
     std::function<void()> done;  // runs on the io thread once the record is durable
     // Fill line (before the write) and trace (after the sync, while the io thread already
     // sends the plans) on the writer thread, so that encoding costs the io thread nothing.
@@ -47,9 +51,16 @@ class Journal {
   void stop();
   bool enabled() const { return !dir_.empty(); }
   std::uint64_t syncs() const;  // fdatasync calls so far
+  std::uint64_t trace_failures() const { return trace_failures_; }  // trace writes lost
+  std::uint64_t compactions() const { return compactions_; }
 
  private:
   void run();
+  // Rewrites the journal without the records of finished jobs (state_dir.h, still_running)
+  // and reopens it; on failure the journal stays as it was. Writer thread only.
+  void compact();
+  // Appends e's trace lines to its job's trace (opening it as needed); never throws.
+  void write_trace_lines(std::map<std::string, std::FILE*>& traces, const Entry& e);
 
   std::string dir_;
   net::asio::io_context& io_;
@@ -60,6 +71,7 @@ class Journal {
   std::vector<Entry> queue_;
   bool stopping_ = false, failed_ = false;
   std::uint64_t syncs_ = 0;
+  std::atomic<std::uint64_t> trace_failures_{0}, compactions_{0};
   std::thread writer_;
 };
 

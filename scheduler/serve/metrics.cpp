@@ -44,7 +44,7 @@ std::string job_label(const std::string& id) {
 
 }  // namespace
 
-std::string render_metrics(const JobTable& jobs, const Stats& st) {
+std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs) {
   Out o;
   o.family("dbs_up", "gauge", "1 while the daemon runs.");
   o.sample("dbs_up", "", 1);
@@ -67,6 +67,8 @@ std::string render_metrics(const JobTable& jobs, const Stats& st) {
   o.family("dbs_journal_syncs_total", "counter",
            "Journal syncs (each covers every epoch planned meanwhile).");
   o.sample("dbs_journal_syncs_total", "", static_cast<double>(st.journal_syncs));
+
+  if (!with_jobs) return o.text;
 
   struct Family {
     const char* name;
@@ -111,13 +113,13 @@ std::string render_metrics(const JobTable& jobs, const Stats& st) {
   o.family("dbs_rank_throughput", "gauge", "Samples per compute second in the rank's last report.");
   for (const auto& [id, live] : jobs.jobs())
     for (const auto& r : live->job->last_reports())
-      if (r.epoch >= 0)
+      if (r.epoch >= 0 && r.rank < kRanksShown)
         o.sample("dbs_rank_throughput", job_label(id) + ",rank=\"" + std::to_string(r.rank) + "\"",
                  r.throughput());
   o.family("dbs_rank_batch", "gauge", "The rank's batch size in the current plan.");
   for (const auto& [id, live] : jobs.jobs()) {
     const auto& batch = live->job->current().batch;
-    for (std::size_t r = 0; r < batch.size(); ++r)
+    for (std::size_t r = 0; r < batch.size() && r < static_cast<std::size_t>(kRanksShown); ++r)
       o.sample("dbs_rank_batch", job_label(id) + ",rank=\"" + std::to_string(r) + "\"", batch[r]);
   }
   return o.text;

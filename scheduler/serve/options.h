@@ -21,8 +21,12 @@ struct ServeOptions {
   std::size_t max_connections = 10000;    // agent connections at once
   std::size_t max_jobs = 1000;            // running jobs at once
   std::size_t max_message = 1 << 20;      // bytes per message
+  std::size_t max_queued = 256u << 20;    // bytes waiting to be sent, over all connections
+  int max_world = 65536;                  // ranks per job
   std::string log_level = "info";         // debug | info | warning | error
   bool handle_signals = true;             // stop on SIGINT/SIGTERM (off for in-process use)
+  bool http_trust_loopback = true;        // loopback HTTP clients see job ids (off: tests see
+                                          // what a remote client sees)
 };
 
 }  // namespace dbs::scheduler

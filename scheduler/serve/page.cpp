@@ -72,6 +72,7 @@ std::string render_page(const JobTable& jobs, const Stats& st) {
        std::to_string(st.messages) +
        " messages. Also: <a href=\"/status\">/status</a>, "
        "<a href=\"/metrics\">/metrics</a>.</p>";
+  s += render_quarantine(jobs);
   if (jobs.jobs().empty()) s += "<p>No jobs yet.</p>";
   for (const auto& [id, live] : jobs.jobs()) s += job_section(id, *live);
   return s + "</body></html>\n";

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
@@ -25,7 +27,8 @@ void prepare_state_dir(const std::string& dir) {
   }
 }
 
-std::vector<JournalRecord> read_journal(const std::string& dir) {
+std::vector<JournalRecord> read_journal(const std::string& dir,
+                                        std::vector<JournalRecord>* unreadable) {
   const std::string path = dir + "/journal.jsonl";
   std::ifstream f(path, std::ios::binary);
   if (!f) return {};
@@ -49,17 +52,37 @@ std::vector<JournalRecord> read_journal(const std::string& dir) {
     r.text = bytes.substr(at, nl - at);
     at = nl + 1;
     if (r.text.empty()) continue;
+    std::string bad;
     try {
       r.json = nlohmann::json::parse(r.text);
+      if (!r.json.is_object() || !r.json.contains("type") || !r.json["type"].is_string() ||
+          !r.json.contains("job") || !r.json["job"].is_string())
+        bad = "not a journal record";
     } catch (const nlohmann::json::exception&) {
-      throw InputError(path + " line " + std::to_string(line) + ": not JSON");
+      bad = "not JSON";
     }
-    if (!r.json.is_object() || !r.json.contains("type") || !r.json["type"].is_string() ||
-        !r.json.contains("job") || !r.json["job"].is_string())
-      throw InputError(path + " line " + std::to_string(line) + ": not a journal record");
-    out.push_back(std::move(r));
+    if (bad.empty()) {
+      out.push_back(std::move(r));
+    } else if (unreadable != nullptr) {
+      unreadable->push_back(std::move(r));
+    } else {
+      throw InputError(path + " line " + std::to_string(line) + ": " + bad);
+    }
   }
   return out;
+}
+
+std::vector<bool> still_running(const std::vector<JournalRecord>& records) {
+  std::map<std::string, std::size_t> last_finished;  // job -> index + 1 of its last "finished"
+  for (std::size_t i = 0; i < records.size(); ++i)
+    if (records[i].json.value("type", "") == "finished")
+      last_finished[records[i].json.value("job", "")] = i + 1;
+  std::vector<bool> keep(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto it = last_finished.find(records[i].json.value("job", ""));
+    keep[i] = it == last_finished.end() || i + 1 > it->second;
+  }
+  return keep;
 }
 
 void rewrite_journal(const std::string& dir, const std::vector<std::string>& lines) {
@@ -69,6 +92,21 @@ void rewrite_journal(const std::string& dir, const std::vector<std::string>& lin
     text += '\n';
   }
   write_file_atomic(dir + "/journal.jsonl", text);
+}
+
+std::string quarantine(const std::string& dir, const std::string& job,
+                       const std::vector<std::string>& lines) {
+  const std::string qdir = dir + "/quarantine";
+  if (::mkdir(qdir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw InputError(qdir + ": " + std::strerror(errno));
+  const std::string stem = qdir + "/" + job + "." + std::to_string(::time(nullptr));
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  write_file_atomic(stem + ".journal.jsonl", text);
+  const std::string trace = dir + "/traces/" + job + ".jsonl";
+  if (::rename(trace.c_str(), (stem + ".trace.jsonl").c_str()) != 0 && errno != ENOENT)
+    throw InputError(trace + ": cannot move aside: " + std::strerror(errno));
+  return stem + ".journal.jsonl";
 }
 
 void write_trace(const std::string& dir, const std::string& job, const std::string& text) {

@@ -25,10 +25,23 @@ void prepare_state_dir(const std::string& dir);
 
 // The records of DIR/journal.jsonl (none when it does not exist). A last line without its
 // newline - a write cut short by a crash - is dropped and the file truncated to the last whole
-// line. Throws InputError naming the line for any other line that is not a JSON object.
-std::vector<JournalRecord> read_journal(const std::string& dir);
+// line. Lines that are not journal records (not JSON, no "type" or "job" string) go to
+// `unreadable` when given, else InputError names the first one.
+std::vector<JournalRecord> read_journal(const std::string& dir,
+                                        std::vector<JournalRecord>* unreadable = nullptr);
 
-// Replaces DIR/journal.jsonl by these lines atomically (compaction after recovery).
+// Moves a job that cannot be restored aside: its journal lines to
+// DIR/quarantine/<job>.<unix time>.journal.jsonl and its trace, if any, to
+// DIR/quarantine/<job>.<unix time>.trace.jsonl. Returns the journal copy's path. Throws
+// InputError.
+std::string quarantine(const std::string& dir, const std::string& job,
+                       const std::vector<std::string>& lines);
+
+// Which records a compacted journal keeps: every record after its job's last "finished"
+// record (so those of running jobs, and of a job id created again after it finished), in order.
+std::vector<bool> still_running(const std::vector<JournalRecord>& records);
+
+// Replaces DIR/journal.jsonl by these lines atomically (compaction).
 void rewrite_journal(const std::string& dir, const std::vector<std::string>& lines);
 
 // Replaces DIR/traces/<job>.jsonl atomically.

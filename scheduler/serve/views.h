@@ -21,8 +21,17 @@ struct Stats {
   double report_timeout_s = 0;
 };
 
-std::string render_metrics(const JobTable& jobs, const Stats& stats);
-nlohmann::json render_status(const JobTable& jobs, const Stats& stats);
+// Per-rank rows in /status and per-rank series in /metrics stop after this many ranks of a job,
+// so that a body stays within a few MB whatever the worlds (the page shows 64 rows).
+inline constexpr int kRanksShown = 256;
+
+// with_jobs false (a client neither on loopback nor holding the token): the daemon's own
+// figures only, no job ids, hosts or per-job series.
+std::string render_metrics(const JobTable& jobs, const Stats& stats, bool with_jobs = true);
+nlohmann::json render_status(const JobTable& jobs, const Stats& stats, bool with_jobs = true);
+std::string render_public_page(const JobTable& jobs, const Stats& stats);
+// The page's list of jobs quarantined at restore ("" when none).
+std::string render_quarantine(const JobTable& jobs);
 std::string render_page(const JobTable& jobs, const Stats& stats);
 
 }  // namespace dbs::scheduler

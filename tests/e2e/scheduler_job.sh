@@ -23,8 +23,10 @@ for _ in $(seq 200); do [ -s "$TMP/ready.json" ] && break; sleep 0.05; done
 listen=$(json_get "$TMP/ready.json" "d['listen']")
 http=$(json_get "$TMP/ready.json" "d['http']")
 
-# The address and token come from the environment (DBS_SCHEDULER, DBS_TOKEN_FILE).
-DBS_SCHEDULER=$listen DBS_TOKEN_FILE=$TMP/token "${MPIRUN[@]}" -x DBS_SCHEDULER -x DBS_TOKEN_FILE \
+# The address and the job's key come from the environment (DBS_SCHEDULER, DBS_TOKEN_FILE): the
+# agents hold the key of e2e-job, not the daemon token.
+(umask 077 && "$SCHED" job-key --token-file "$TMP/token" e2e-job >"$TMP/e2e-job.key")
+DBS_SCHEDULER=$listen DBS_TOKEN_FILE=$TMP/e2e-job.key "${MPIRUN[@]}" -x DBS_SCHEDULER -x DBS_TOKEN_FILE \
   -np 2 "$AGENT" --model lenet --epochs 3 --train-limit 2000 --test-limit 500 --threads 1 \
   --no-progress --job e2e-job --scheduler-timeout 30 --disturb rank=1,factor=3,from=2 --trace "$TMP/agents.jsonl" \
   >"$TMP/out" 2>&1 || { cat "$TMP/out" "$TMP/daemon.log"; fail "job failed"; }

@@ -1,6 +1,7 @@
 // lib/net addresses and token files.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -88,4 +89,17 @@ TEST_CASE("Token.ShortOrMissingFileIsRefused") {
   std::remove(path.c_str());
   CHECK(config_error([] { read_token_file("/nonexistent/token"); }) ==
         "token file /nonexistent/token: No such file or directory");
+}
+
+TEST_CASE("Token.FileOfAnotherUserIsRefused") {
+  // A private file of another user (root can create one) is not this daemon's token.
+  if (::geteuid() != 0) {
+    MESSAGE("not root: cannot give a file to another user; owner check not exercised");
+    return;
+  }
+  const std::string path = token_file("0123456789abcdef0123", 0600);
+  REQUIRE(::chown(path.c_str(), 12345, 12345) == 0);
+  CHECK(config_error([&] { read_token_file(path); }) ==
+        "token file " + path + " is owned by uid 12345, not by this process's user (uid 0)");
+  std::remove(path.c_str());
 }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -229,4 +230,28 @@ TEST_CASE("Client.ConnectTimesOutWhenNobodyAnswers") {
   CHECK(c.wait([&] { return !c.lost.empty(); }));
   CHECK(c.lost.at(0) == "no connection within 0.2 s");
   ::close(fd);
+}
+
+TEST_CASE("Session.QueuedBytesAreBoundedOverAllSessions") {
+  // Clients that send and never read: their echoes queue up in the server until the total
+  // bound drops the connection that would pass it; the server stays small and serves others.
+  SessionLimits limits;
+  limits.max_queued_total = 2u << 20;
+  Server server(limits);
+  const std::string line = std::string(60000, 'x') + "\n";
+  std::vector<std::unique_ptr<dbs::test::SocketClient>> greedy;
+  for (int c = 0; c < 4; ++c) {
+    greedy.push_back(std::make_unique<dbs::test::SocketClient>(server.port()));
+    for (int i = 0; i < 200 && greedy.back()->send(line); ++i) {
+    }
+  }
+  for (int i = 0; i < 100 && server.echo.closed < 1; ++i) std::this_thread::sleep_for(20ms);
+  CHECK(server.echo.closed >= 1);
+  std::promise<std::size_t> queued;
+  asio::post(server.io, [&] { queued.set_value(server.sessions.queued()); });
+  CHECK(queued.get_future().get() <= limits.max_queued_total);
+  greedy.clear();
+  dbs::test::SocketClient polite(server.port());
+  polite.send("hello\n");
+  CHECK(polite.line() == "hello");
 }

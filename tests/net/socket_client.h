@@ -63,6 +63,9 @@ class SocketClient {
     }
   }
 
+  // Ends the sending side (a half-close): the server reads EOF, the client can still read.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
   // True when the server closes the connection within `seconds` (lines before it are dropped).
   bool closed_within(double seconds = 5) {
     const auto end = std::chrono::steady_clock::now() +

@@ -171,3 +171,37 @@ TEST_CASE("Policy.Validate.CurrentPlanMatchesJob") {
                        "current plan's batch sizes sum to 129, not its global batch 128",
                        InputError);
 }
+
+TEST_CASE("Policy.Dbs.RefusesNonFiniteThroughputAndKeepsItsState") {
+  auto policy = make_policy("dbs", config(2, 128));
+  std::vector<Report> r(2);
+  for (int i = 0; i < 2; ++i) {
+    r[i].rank = i;
+    r[i].batch = 64;
+    r[i].samples = 640;
+    r[i].steps = 10;
+    r[i].compute_s = 1;
+  }
+  const Plan first = policy->next(policy->initial(), r);
+  const std::vector<double> before = policy->state();
+  r[1].compute_s = 1e-320;  // 640 / 1e-320 is infinite
+  try {
+    policy->next(first, r);
+    FAIL("an infinite throughput was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "report of rank 1: throughput inf samples/s is not finite");
+  }
+  CHECK(policy->state() == before);  // nothing of the refused epoch was stored
+  r[1].compute_s = 1;
+  CHECK(policy->next(first, r).predicted_epoch_s > 0);
+}
+
+TEST_CASE("Policy.Static.RefusesNonFiniteThroughput") {
+  std::vector<Report> r(4);
+  for (int i = 0; i < 4; ++i) {
+    r[i].rank = i;
+    r[i].samples = 320;
+    r[i].compute_s = i == 2 ? 1e-320 : 1;
+  }
+  CHECK(input_error("static", r) == "plan for epoch 2: throughput of rank 2 is inf, not finite");
+}

@@ -1,5 +1,6 @@
 // lib/proto codec: every message round-trips, and every rejection has its exact message.
 #include "lib/proto/codec.h"
+#include "lib/proto/checks.h"
 #include "lib/proto/share.h"
 
 #include <doctest/doctest.h>
@@ -96,9 +97,10 @@ TEST_CASE("Proto.RoundTrip.EveryMessage") {
 
 TEST_CASE("Proto.RoundTrip.ExtremeNumbersSurviveExactly") {
   dbs::policy::Report r = sample_report();
-  r.compute_s = 5e-324;
-  r.comm_s = std::numeric_limits<double>::max();
-  r.samples = std::numeric_limits<std::int64_t>::max();
+  r.compute_s = std::nextafter(dbs::proto::kMinFigure, 1.0);  // the extremes of the bounds
+  r.comm_s = std::nextafter(dbs::proto::kMaxFigure, 0.0);
+  r.step_rate_median = 0.1 + 0.2;
+  r.samples = dbs::proto::kMaxSamples;
   round_trips(ReportMsg{"j", r});
 }
 

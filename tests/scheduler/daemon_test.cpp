@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "lib/common/error.h"
+#include "lib/net/job_key.h"
 #include "tests/scheduler/harness.h"
 
 namespace {
@@ -12,6 +13,7 @@ using namespace dbs::test;
 using proto::ErrorCode;
 
 const std::string kToken = "0123456789abcdef-test-token";
+const std::string kGoodKey = net::job_key(kToken, "good");
 
 std::string reg(const std::string& fields) {
   return R"({"v":2,"type":"register","host":"h",)" + fields + "}\n";
@@ -73,7 +75,7 @@ std::vector<Bad> bad_clients() {
        error_line(ErrorCode::invalid, "rank 3 out of range for a job of 1 ranks"), true},
       {"report for an unknown job", report("ghost", 0, "1", "0"),
        error_line(ErrorCode::unknown_job, "unknown job 'ghost'"), true},
-      {"register conflict", reg(R"("job":"good","rank":0,"world":3,)" + tok),
+      {"register conflict", reg(R"("job":"good","rank":0,"world":3,"token":")" + kGoodKey + "\""),
        error_line(ErrorCode::conflict, "job 'good' has 2 ranks, not 3")},
       {"never a newline", "{\"v\":2,\"type\":\"heartbeat\"",
        error_line(ErrorCode::timeout, "message not completed within 0.3 s")},
@@ -87,7 +89,7 @@ TEST_CASE("Daemon.BadClientsAreRefusedWhileAGoodJobCompletes") {
   auto o = test_options();
   o.token_file = dir.file("token", kToken + "\n");
   TestDaemon daemon(o);
-  Agent r0(daemon.port(), "good", 0, 2, kToken), r1(daemon.port(), "good", 1, 2, kToken);
+  Agent r0(daemon.port(), "good", 0, 2, kToken), r1(daemon.port(), "good", 1, 2, kGoodKey);
   REQUIRE(r0.join());
   REQUIRE(r1.join());
   std::int64_t epoch = 0;
@@ -109,8 +111,8 @@ TEST_CASE("Daemon.BadClientsAreRefusedWhileAGoodJobCompletes") {
     CAPTURE(bad.what);
     SocketClient c(daemon.port());
     if (bad.registered) {
-      c.send(reg(R"("job":"bad","rank":0,"world":1,"token":")" + kToken + R"(","config":)" +
-                 config_json()));
+      c.send(reg(R"("job":"bad","rank":0,"world":1,"token":")" + net::job_key(kToken, "bad") +
+                 R"(","config":)" + config_json()));
       CHECK(c.line().value_or("").find("\"type\":\"plan\"") != std::string::npos);
     }
     c.send(bad.send);
@@ -232,16 +234,14 @@ TEST_CASE("Daemon.ConnectionLimit") {
   auto o = test_options();
   o.max_connections = 2;
   TestDaemon daemon(o);
-  SocketClient a(daemon.port()), b(daemon.port());
-  a.send("{\"v\":2,\"type\":\"heartbeat\"}\n");
-  b.send("{\"v\":2,\"type\":\"heartbeat\"}\n");
-  REQUIRE(a.line());
-  REQUIRE(b.line());
+  Agent a(daemon.port(), "l", 0, 2), b(daemon.port(), "l", 1, 2);
+  REQUIRE(a.join());
+  REQUIRE(b.join());
   SocketClient c(daemon.port());
   CHECK(c.line() == error_line(ErrorCode::limit, "too many connections (limit 2)"));
   CHECK(c.closed_within());
-  a.send("{\"v\":2,\"type\":\"heartbeat\"}\n");
-  CHECK(a.line() == R"({"v":2,"type":"heartbeat"})");
+  a.client().send("{\"v\":2,\"type\":\"heartbeat\"}\n");
+  CHECK(a.client().line() == R"({"v":2,"type":"heartbeat"})");
 }
 
 TEST_CASE("Daemon.InvalidPolicyConfigIsRefused") {

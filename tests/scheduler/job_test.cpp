@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include "lib/common/fields.h"
+#include "lib/proto/checks.h"
+#include "lib/proto/codec.h"
 #include "lib/proto/protocol.h"
 
 namespace {
@@ -122,4 +125,71 @@ TEST_CASE("Job.JournalledOutcomesRestoreTheSameJob") {
     for (int r = 0; r < 3; ++r)
       j->add(report(r, 4, j->current().batch[static_cast<std::size_t>(r)], 700.0 * (r + 2)));
   CHECK(a.plan(30).plan == b.plan(30).plan);
+}
+
+TEST_CASE("Job.PolicyRefusalKeepsThePlanAndTheJobGoesOn") {
+  // A report the wire would refuse reaches the job through the report timeout path, the
+  // journal or a bug: the plan is kept, nothing non-finite is stored, the next epoch plans.
+  Job job("j", 3, config());
+  epoch(job, 0);
+  const policy::Plan before = job.current();
+  auto tiny = report(1, 1, before.batch[1], 2000);
+  tiny.compute_s = 1e-320;
+  job.add(report(0, 1, before.batch[0], 1000));
+  job.add(tiny);
+  job.add(report(2, 1, before.batch[2], 3000));
+  const auto o = job.plan(30);
+  job.commit(o);  // threw "dbs policy state: value 2 is inf" before
+  CHECK(o.plan.epoch == 2);
+  CHECK(o.plan.batch == before.batch);
+  CHECK_FALSE(o.plan.changed);
+  CHECK(o.plan.reason == "kept: report of rank 1: throughput inf samples/s is not finite");
+  CHECK(proto::plan_refusal(o.plan, 2, 3, config()) == "");
+  // The plan's journal form reads back (no null where a number belongs).
+  CHECK(policy::plan_from_json(Fields(nlohmann::json::parse(policy::to_json(o.plan).dump()))) ==
+        o.plan);
+  CHECK(epoch(job, 2).epoch == 3);
+}
+
+TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
+  // Reports at the extremes of lib/proto's bounds: every plan the job makes passes
+  // proto::plan_refusal, the daemon's check before sending.
+  policy::Settings c = config();
+  c.samples_per_epoch = proto::kMaxSamples;
+  Job job("j", 3, c);
+  const double figures[] = {proto::kMinFigure, 1, proto::kMaxFigure};
+  const std::int64_t counts[] = {0, 1, proto::kMaxSamples};
+  std::int64_t e = 0;
+  for (const double compute : figures)
+    for (const double rate : figures)
+      for (const std::int64_t samples : counts) {
+        for (int r = 0; r < 3; ++r) {
+          policy::Report rep = report(r, e, job.current().batch[static_cast<std::size_t>(r)], 1);
+          rep.samples = r == 1 ? samples : 100;
+          rep.compute_s = r == 2 ? compute : 1;
+          rep.step_rate_median = r == 0 ? rate : 0;
+          proto::check_bounds(rep);
+          job.add(rep);
+        }
+        const auto o = job.plan(30);
+        CAPTURE(o.plan.reason);
+        CHECK(proto::plan_refusal(o.plan, e + 1, 3, c) == "");
+        job.commit(o);
+        ++e;
+      }
+}
+
+TEST_CASE("Job.HistoryIsBoundedByRankEpochs") {
+  policy::Settings c = config();
+  c.global_batch = 4096;
+  Job job("wide", 4096, c);
+  CHECK(job.history_kept() == Job::kHistoryCells / 4096);
+  for (std::int64_t e = 0; e < 40; ++e) {
+    for (int r = 0; r < 4096; ++r) job.add(report(r, e, 1, 1000));
+    job.commit(job.plan(30));
+  }
+  CHECK(job.history().size() == Job::kHistoryCells / 4096);  // 32, not 40
+  CHECK(job.history().back().epoch == 39);
+  Job small("j", 3, config());
+  CHECK(small.history_kept() == Job::kHistory);
 }

@@ -1,5 +1,5 @@
 // The state directory: a daemon restarted on it continues its jobs where the journal ends, the
-// trace holds every epoch once, a torn last record is dropped, a corrupt one refused.
+// trace holds every epoch once, a torn last record is dropped, a bad job is quarantined.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -107,22 +107,49 @@ TEST_CASE("Restart.ATornLastRecordIsDropped") {
   CHECK(read_lines(journal).size() == whole + 1);
 }
 
-TEST_CASE("Restart.ACorruptRecordIsRefused") {
+TEST_CASE("Restart.ABadJobIsQuarantinedAndTheOthersAreRestored") {
   TempDir dir;
   auto o = test_options();
   o.state_dir = dir.path() + "/state";
   {
     TestDaemon d(o);
     run_epochs(d.port(), 0, 1, false);
+    Agent p(d.port(), "poison", 0, 1);
+    REQUIRE(p.join());
+    p.report(0, 128, 1000);
+    REQUIRE(p.plan());
   }
+  // The poison job's epoch record holds a null where a number belongs (what an infinite
+  // prediction was written as), and a line of garbage precedes everything.
   const std::string journal = o.state_dir + "/journal.jsonl";
-  std::stringstream text;
-  text << std::ifstream(journal).rdbuf();
-  std::ofstream(journal) << "garbage\n" << text.str();
-  try {
-    scheduler::Daemon d(o);
-    FAIL("a corrupt journal was accepted");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()) == journal + " line 1: not JSON");
+  std::string text = "garbage\n";
+  for (auto j : read_lines(journal)) {
+    if (j["job"] == "poison" && j["type"] == "epoch") j["plan"]["predicted_epoch_s"] = nullptr;
+    text += j.dump() + "\n";
+  }
+  std::ofstream(journal) << text;
+  {
+    TestDaemon d(o);  // threw "journal.jsonl line 1: not JSON" before
+    run_epochs(d.port(), 1, 2, false);
+    SocketClient c(d.http_port());
+    c.send("GET /status HTTP/1.1\r\n\r\n");
+    std::string all;
+    while (const auto l = c.line()) all += *l + "\n";
+    const auto status = nlohmann::json::parse(all.substr(all.find("\r\n\r\n") + 4));
+    REQUIRE(status["quarantined"].size() == 2);
+    CHECK(status["quarantined"][0]["job"] == "poison");
+    CHECK(status["quarantined"][0]["why"] ==
+          journal +
+              " line 5: epoch record: field 'predicted_epoch_s' must be a finite number >= 0, "
+              "got null");
+    CHECK(status["quarantined"][1]["job"] == "");
+    for (const auto& q : status["quarantined"])
+      CHECK(std::ifstream(q["path"].get<std::string>()).good());
+    CHECK(status["jobs"].size() == 1);  // keep
+  }
+  for (const auto& j : read_lines(journal)) CHECK(j["job"] == "keep");
+  {
+    TestDaemon d(o);  // nothing left to quarantine
+    run_epochs(d.port(), 2, 3, false);
   }
 }

@@ -1,0 +1,172 @@
+// libFuzzer target: the daemon's handlers in process, fed message sequences on several
+// connections while a good 2-rank job runs alongside. No network: each session's socket is
+// one end of a socketpair whose other end never reads (what the daemon sends is written and
+// dropped) and the io_context is polled between steps.
+//
+// Input: records separated by '\n'. A record's first byte b picks connection b % 4 and an
+// action (b / 4) % 4: 0 = the rest of the record is a line from that connection (a new
+// connection if it has none), 1 = that connection closes, 2 = 2 us pass, 3 = the good job runs
+// one epoch. The report timeout is 1 us, so any poll may also plan at the timeout. Invariants, checked after every record (abort on failure): the good job's plan is
+// one an agent accepts; when both good ranks still hold their slots, an epoch of reports
+// moves the job on by one epoch; the views render.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lib/common/log.h"
+#include "lib/net/job_key.h"
+#include "lib/net/session_manager.h"
+#include "lib/proto/checks.h"
+#include "lib/proto/codec.h"
+#include "scheduler/serve/agent_handler.h"
+#include "scheduler/serve/jobs.h"
+#include "scheduler/serve/views.h"
+
+namespace {
+
+using namespace dbs;
+namespace asio = net::asio;
+
+constexpr const char* kToken = "fuzz-daemon-token-0123456789";
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+struct World {
+  asio::io_context io{1};
+  scheduler::Journal journal{"", io, [](const std::string&) {}};
+  scheduler::JobTable jobs{io, journal, {1e-6, 8, 3600, 64}};
+  scheduler::AgentHandler handler{jobs, kToken, 120};
+  net::SessionManager manager{io, net::SessionLimits{}, 3600};
+  std::uint64_t next_id = 1;
+  std::shared_ptr<net::LineSession> conn[4], good[2];
+
+  std::vector<int> far_ends;
+
+  std::shared_ptr<net::LineSession> open() {
+    int sv[2];
+    check(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    far_ends.push_back(sv[1]);
+    net::tcp::socket socket(io);
+    net::error_code ec;
+    socket.assign(net::tcp::v4(), sv[0], ec);
+    check(!ec);
+    return std::make_shared<net::LineSession>(std::move(socket), handler, manager,
+                                              manager.limits(), next_id++);
+  }
+  void poll() {
+    io.restart();
+    io.poll();
+  }
+  void line(const std::shared_ptr<net::LineSession>& s, const std::string& text) {
+    if (s->open()) handler.on_line(*s, text);
+    poll();
+  }
+  ~World() {
+    for (auto& s : conn)
+      if (s) s->close();
+    for (auto& s : good)
+      if (s) s->close();
+    jobs.stop();
+    manager.stop_all();
+    poll();
+    for (const int fd : far_ends) ::close(fd);
+  }
+};
+
+const scheduler::LiveJob* good_job(const World& w) {
+  const auto it = w.jobs.jobs().find("good");
+  return it == w.jobs.jobs().end() ? nullptr : it->second.get();
+}
+
+void start_good(World& w) {
+  policy::Settings c;
+  c.global_batch = 64;
+  c.samples_per_epoch = 640;
+  const std::string key = net::job_key(kToken, "good");
+  for (int r = 0; r < 2; ++r) {
+    w.good[r] = w.open();
+    w.line(w.good[r], proto::encode(proto::RegisterMsg{"good", key, r, 2, "g", c}));
+  }
+  check(good_job(w) != nullptr);
+}
+
+void good_epoch(World& w) {
+  const scheduler::LiveJob* live = good_job(w);
+  check(live != nullptr);
+  const bool held = live->sessions[0] == w.good[0].get() && live->sessions[1] == w.good[1].get();
+  if (!held || live->finished) return;
+  const policy::Plan before = live->job->current();
+  for (int r = 0; r < 2; ++r) {
+    policy::Report rep;
+    rep.rank = r;
+    rep.epoch = before.epoch;
+    rep.batch = before.batch[static_cast<std::size_t>(r)];
+    rep.samples = 10L * rep.batch;
+    rep.steps = 10;
+    rep.compute_s = static_cast<double>(rep.samples) / (1000.0 * (r + 1));
+    w.line(w.good[r], proto::encode(proto::ReportMsg{"good", rep}));
+  }
+  live = good_job(w);
+  check(live != nullptr && live->job->current().epoch == before.epoch + 1);
+}
+
+void check_views(const World& w) {
+  if (const scheduler::LiveJob* live = good_job(w)) {
+    const auto& j = *live->job;
+    check(proto::plan_refusal(j.current(), j.current().epoch, j.world(), j.config()).empty());
+  }
+  scheduler::Stats st;
+  check(!scheduler::render_status(w.jobs, st).empty());
+  check(!scheduler::render_metrics(w.jobs, st).empty());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  log::set_level(log::Level::error);  // the daemon's info lines would cost more than the run
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  World w;
+  start_good(w);
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  int steps = 0;
+  while (!in.empty() && steps++ < 64) {
+    const std::size_t nl = in.find('\n');
+    const std::string_view record = in.substr(0, nl);
+    in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
+    if (record.empty()) continue;
+    const auto b = static_cast<unsigned char>(record[0]);
+    auto& s = w.conn[b % 4];
+    switch ((b / 4) % 4) {
+      case 0:
+        if (!s || !s->open()) s = w.open();
+        w.line(s, std::string(record.substr(1)));
+        break;
+      case 1:
+        if (s) s->close();
+        w.poll();
+        break;
+      case 2:  // the report timeout (1 us) has passed: its timer runs
+        std::this_thread::sleep_for(std::chrono::microseconds(2));
+        w.poll();
+        break;
+      default:
+        good_epoch(w);
+    }
+    check_views(w);
+  }
+  good_epoch(w);
+  check_views(w);
+  return 0;
+}
