@@ -2,6 +2,7 @@
 // its range with the exact message, and accepts the extremes inside it.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 #include "lib/proto/checks.h"
@@ -88,4 +89,19 @@ TEST_CASE("Proto.PlanRefusal.NamesWhatAnAgentWouldRefuse") {
   p.predicted_epoch_s = std::numeric_limits<double>::infinity();  // encoded as null
   CHECK(proto::plan_refusal(p, 3, 2, c) ==
         "field 'predicted_epoch_s' must be a finite number >= 0, got null");
+}
+
+TEST_CASE("Proto.PlanRefusal.ChecksEveryRanksShare") {
+  policy::Settings c;
+  c.global_batch = 4;
+  policy::Plan p;
+  p.epoch = 3;
+  p.global_batch = 4;
+  p.batch = {3, 1};
+  p.offset = {0, 3};
+  p.throughput = {3, 1};
+  CHECK(proto::plan_refusal(p, 3, 3, c) == "plan has 2 ranks, the job has 3");
+  p.throughput[1] = std::numeric_limits<double>::infinity();  // only rank 1's share has it
+  CHECK(proto::plan_refusal(p, 3, 2, c) ==
+        "field 'throughput' must be a finite number >= 0, got null");
 }
