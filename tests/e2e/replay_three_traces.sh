@@ -21,7 +21,9 @@ DAEMON_PID=$!
 for _ in $(seq 200); do [ -s "$TMP/ready.json" ] && break; sleep 0.05; done
 [ -s "$TMP/ready.json" ] || fail "daemon not ready: $(cat "$TMP/daemon.log")"
 listen=$(json_get "$TMP/ready.json" "d['listen']")
-"${MPIRUN[@]}" -np 2 "$AGENT" "${JOB[@]}" --scheduler "$listen" --token-file "$TMP/token" \
+# The agents present the job's key, not the daemon token.
+(umask 077 && "$SCHED" job-key --token-file "$TMP/token" three >"$TMP/three.key")
+"${MPIRUN[@]}" -np 2 "$AGENT" "${JOB[@]}" --scheduler "$listen" --token-file "$TMP/three.key" \
   --job three --scheduler-timeout 30 --trace "$TMP/agents-with-daemon.jsonl" \
   >"$TMP/daemon-job.out" 2>&1 || { cat "$TMP/daemon-job.out" "$TMP/daemon.log"; fail "daemon job failed"; }
 if grep -q "embedded policy" "$TMP/daemon-job.out"; then fail "an epoch fell back to the embedded policy"; fi
