@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<planner::Planner> daemon;
     if (!opts.scheduler.address.empty())
-      daemon = planner::make_daemon(opts.scheduler, *comm, opts.train.policy,
-                                    train::policy_config(opts.train, comm->size(), data.train.n));
+      daemon = planner::make_daemon(opts.scheduler, *comm,
+                                    train::settings_of(opts.train, data.train.n));
     const train::RunResult result = train::run(opts.train, *comm, std::move(data), daemon.get());
     if (daemon) daemon->finish();
     if (comm->rank() == 0)

@@ -10,7 +10,6 @@
 
 #include "lib/common/error.h"
 #include "lib/common/format.h"
-#include "lib/common/hash.h"
 #include "lib/common/log.h"
 #include "lib/net/asio.h"
 #include "lib/net/client.h"
@@ -18,23 +17,16 @@
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "lib/proto/messages.h"
+#include "lib/proto/share.h"
 
 namespace dbs::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// FNV-1a of the plan's encoding; never 0 (0 = no plan).
-std::uint64_t fingerprint(const std::string& job, const policy::Plan& plan) {
-  const std::string bytes = proto::encode(proto::PlanMsg{job, plan});
-  const std::uint64_t h = fnv1a(bytes.data(), bytes.size());
-  return h == 0 ? 1 : h;
-}
-
 class Daemon : public Planner {
  public:
-  Daemon(const DaemonOptions& options, comm::Communicator& comm, const std::string& spec,
-         const policy::PolicyConfig& config);
+  Daemon(const DaemonOptions& options, comm::Communicator& comm, const policy::Settings& settings);
   ~Daemon() override;
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -54,13 +46,16 @@ class Daemon : public Planner {
   void on_connected();
   void on_line(std::string_view line);
   void on_lost(const std::string& why);
-  // The daemon's valid plan of `epoch`, or nothing with `why` set. Blocks up to the timeout.
-  std::optional<policy::Plan> wait_plan(std::int64_t epoch, std::string& why);
-  bool all_agree(const std::optional<policy::Plan>& plan, std::string& why);
+  // This rank's share of the daemon's plan of `epoch`, or nothing with `why` set. Blocks up to
+  // the timeout.
+  std::optional<proto::PlanMsg> wait_plan(std::int64_t epoch, std::string& why);
+  // The plan every rank holds a share of (the same verdict on every rank), or nothing.
+  std::optional<policy::Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
+                                    std::string& why);
 
   DaemonOptions options_;
   comm::Communicator& comm_;
-  proto::JobConfig job_config_;
+  policy::Settings settings_;
   int world_, rank_;
   std::string register_line_;
   Embedded fallback_;  // its plan is the plan in force, the daemon's adopted when agreed
@@ -71,36 +66,33 @@ class Daemon : public Planner {
   std::mutex mutex_;  // guards what follows; the io thread writes, next() reads
   std::condition_variable changed_;
   bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
-  int failures_ = 0;                  // failed attempts and lost connections so far
-  std::string lost_why_, refusal_;    // last failure; last error message of the daemon
-  std::optional<policy::Plan> plan_;  // latest plan received
-  std::string report_line_;           // resent on every connect until its plan arrives
-  bool fell_back_ = false;            // the last epoch did not get the daemon's plan
+  int failures_ = 0;                    // failed attempts and lost connections so far
+  std::string lost_why_, refusal_;      // last failure; last error message of the daemon
+  std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
+  std::string report_line_;             // resent on every connect until its plan arrives
+  bool fell_back_ = false;              // the last epoch did not get the daemon's plan
 };
 
-Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm, const std::string& spec,
-               const policy::PolicyConfig& config)
+Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm,
+               const policy::Settings& settings)
     : options_(options),
       comm_(comm),
-      job_config_(proto::job_config(spec, config)),
+      settings_(settings),
       world_(comm.size()),
       rank_(comm.rank()),
-      fallback_(spec, config) {
+      fallback_(settings, world_) {
   proto::RegisterMsg reg;
   reg.job = options_.job;
   reg.token = options_.token_file.empty() ? "" : net::read_token_file(options_.token_file);
   reg.rank = rank_;
   reg.world = world_;
   reg.host = comm.host();
-  reg.config = job_config_;
+  reg.config = settings_;
   register_line_ = proto::encode(reg);
   net::ClientOptions co;
   co.server = net::parse_host_port(options_.address, "--scheduler");
   co.connect_timeout_s = options_.connect_timeout_s;
   co.backoff_max_s = 2;
-  // A plan carries about 40 bytes per rank: room for very large jobs beyond the default limit.
-  co.max_message =
-      std::max<std::size_t>(proto::kMaxMessage, 64 * static_cast<std::size_t>(world_) + 65536);
   client_ = net::LineClient::create(
       io_, co,
       {[this] { on_connected(); }, [this](std::string_view l) { on_line(l); },
@@ -143,7 +135,8 @@ void Daemon::on_line(std::string_view line) {
   }
   std::lock_guard lock(mutex_);
   if (const auto* p = std::get_if<proto::PlanMsg>(&m)) {
-    if (p->job == options_.job && (!plan_ || p->plan.epoch >= plan_->epoch)) plan_ = p->plan;
+    if (p->job == options_.job && p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch))
+      plan_ = *p;
   } else if (const auto* e = std::get_if<proto::ErrorMsg>(&m)) {
     if (refusal_ != e->message) log::warn("the daemon refused: " + e->message);
     refusal_ = e->message;
@@ -164,7 +157,7 @@ void Daemon::on_lost(const std::string& why) {
   changed_.notify_all();
 }
 
-std::optional<policy::Plan> Daemon::wait_plan(std::int64_t epoch, std::string& why) {
+std::optional<proto::PlanMsg> Daemon::wait_plan(std::int64_t epoch, std::string& why) {
   const auto start = Clock::now();
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options_.timeout_s));
@@ -173,12 +166,7 @@ std::optional<policy::Plan> Daemon::wait_plan(std::int64_t epoch, std::string& w
   const bool down = !connected_ && (fell_back_ || !ever_connected_);
   const int failures_before = failures_;
   for (;;) {
-    if (plan_ && plan_->epoch == epoch) {
-      why = proto::plan_mismatch(*plan_, epoch, world_, job_config_);
-      if (why.empty()) return plan_;
-      why = "the daemon's plan is unusable: " + why;
-      return std::nullopt;
-    }
+    if (plan_ && plan_->epoch == epoch) return plan_;
     const bool gave_up =
         !connected_ && ((down && failures_ > failures_before) || !refusal_.empty());
     if (gave_up || Clock::now() >= full) {
@@ -196,17 +184,17 @@ std::optional<policy::Plan> Daemon::wait_plan(std::int64_t epoch, std::string& w
   }
 }
 
-bool Daemon::all_agree(const std::optional<policy::Plan>& plan, std::string& why) {
-  const std::uint64_t mine = plan ? fingerprint(options_.job, *plan) : 0;
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(world_));
-  comm_.allgather_bytes(&mine, sizeof mine, all.data());
-  std::string lacking;
-  for (int r = 0; r < world_; ++r)
-    if (all[static_cast<std::size_t>(r)] != all[0] || all[static_cast<std::size_t>(r)] == 0)
-      lacking += (lacking.empty() ? "" : ", ") + std::to_string(r);
-  if (lacking.empty()) return true;
-  if (why.empty()) why = "ranks " + lacking + " lack the daemon's plan or hold another";
-  return false;
+std::optional<policy::Plan> Daemon::agree(const std::optional<proto::PlanMsg>& mine,
+                                          std::int64_t epoch, std::string& why) {
+  const proto::Share share = mine ? proto::share_of(*mine) : proto::Share{};
+  std::vector<proto::Share> all(static_cast<std::size_t>(world_));
+  comm_.allgather_bytes(&share, sizeof share, all.data());
+  std::string disagree;
+  std::optional<policy::Plan> plan = proto::assemble(mine.value_or(proto::PlanMsg{}), all, disagree);
+  if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
+  if (disagree.empty()) return plan;
+  if (why.empty()) why = plan ? "the daemon's plan is unusable: " + disagree : disagree;
+  return std::nullopt;
 }
 
 Planned Daemon::next(std::span<const policy::Report> reports) {
@@ -224,8 +212,8 @@ Planned Daemon::next(std::span<const policy::Report> reports) {
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
   std::string why;
-  const std::optional<policy::Plan> plan = wait_plan(want, why);
-  const bool agreed = all_agree(plan, why);
+  const std::optional<policy::Plan> plan = agree(wait_plan(want, why), want, why);
+  const bool agreed = plan.has_value();
   {
     std::lock_guard lock(mutex_);
     report_line_.clear();
@@ -253,8 +241,8 @@ void Daemon::finish() {
 }  // namespace
 
 std::unique_ptr<Planner> make_daemon(const DaemonOptions& options, comm::Communicator& comm,
-                                     const std::string& spec, const policy::PolicyConfig& config) {
-  return std::make_unique<Daemon>(options, comm, spec, config);
+                                     const policy::Settings& settings) {
+  return std::make_unique<Daemon>(options, comm, settings);
 }
 
 }  // namespace dbs::planner

@@ -2,8 +2,8 @@
 
 namespace dbs::planner {
 
-Embedded::Embedded(const std::string& spec, const policy::PolicyConfig& config)
-    : policy_(policy::make_policy(spec, config)), plan_(policy_->initial()) {}
+Embedded::Embedded(const policy::Settings& settings, int world)
+    : policy_(policy::make_policy(settings, world)), plan_(policy_->initial()) {}
 
 Planned Embedded::next(std::span<const policy::Report> reports) {
   plan_ = policy_->next(plan_, reports);

@@ -45,8 +45,8 @@ class Planner {
 // The policy run in-process. Source "embedded" (or "rebalance").
 class Embedded : public Planner {
  public:
-  // spec as policy::make_policy; throws ConfigError.
-  Embedded(const std::string& spec, const policy::PolicyConfig& config);
+  // The policy of settings for `world` ranks (policy::make_policy); throws ConfigError.
+  Embedded(const policy::Settings& settings, int world);
 
   const policy::Plan& plan() const override { return plan_; }
   Planned next(std::span<const policy::Report> reports) override;

@@ -60,10 +60,11 @@ std::string note(const char* what, const std::vector<int>& ranks) {
 
 class Dbs : public Policy {
  public:
-  explicit Dbs(const PolicyConfig& config)
-      : config_(config),
-        estimate_(static_cast<std::size_t>(config.world), 0.0),
-        last_(static_cast<std::size_t>(config.world), 0.0) {}
+  Dbs(const Settings& settings, int world)
+      : config_(settings),
+        world_(world),
+        estimate_(static_cast<std::size_t>(world), 0.0),
+        last_(static_cast<std::size_t>(world), 0.0) {}
 
   std::string name() const override { return "dbs"; }
 
@@ -71,7 +72,7 @@ class Dbs : public Policy {
     Plan p;
     p.global_batch = config_.global_batch;
     p.batch = policy::apportion(std::vector<double>(estimate_.size(), 1.0), config_.global_batch,
-                                config_.min_batch, max_batch_of(config_));
+                                config_.min_batch, config_.max_batch_or_global());
     p.offset = offsets_of(p.batch);
     p.throughput.assign(estimate_.size(), 0.0);
     p.reason = "initial: equal split";
@@ -81,8 +82,8 @@ class Dbs : public Policy {
   // All or nothing: when the reports or the plan made from them are refused (InputError),
   // the estimator is left as it was.
   Plan next(const Plan& current, std::span<const Report> reports) override {
-    check_current(current, config_);
-    const std::vector<Report> by = by_rank(reports, config_.world);
+    check_current(current, config_, world_);
+    const std::vector<Report> by = by_rank(reports, world_);
     const std::vector<double> estimate = estimate_, last = last_;
     try {
       return decide(current, by);
@@ -109,7 +110,7 @@ class Dbs : public Policy {
       return p;
     }
     const std::vector<int> proposal = apportion(v, config_.global_batch, config_.min_batch,
-                                                max_batch_of(config_), Rounding::least_step_time);
+                                                config_.max_batch_or_global(), Rounding::least_step_time);
     const double before = step_s(current.batch, v), after = step_s(proposal, v);
     const double gain = (before - after) / before;
     if (proposal == current.batch) {
@@ -216,15 +217,16 @@ class Dbs : public Policy {
     return epoch_time(step) + " (ideal " + number(ideal) + (n > 0 ? " s)" : " ms)");
   }
 
-  PolicyConfig config_;
+  Settings config_;
+  int world_;
   std::vector<double> estimate_;  // v_i, samples/s; 0 = none yet
   std::vector<double> last_;      // r_i of the last epoch rank i reported, samples/s; 0 = none
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_dbs(const PolicyConfig& config) {
-  return std::make_unique<Dbs>(config);
+std::unique_ptr<Policy> make_dbs(const Settings& settings, int world) {
+  return std::make_unique<Dbs>(settings, world);
 }
 
 }  // namespace dbs::policy::detail

@@ -19,9 +19,9 @@ std::vector<Report> by_rank(std::span<const Report> reports, int world);
 // 0 when the report carries no measurement (samples or compute_s is 0).
 double measured_rate(const Report& report);
 
-// Checks that current fits config: world, global batch, sizes >= 0 summing to it; throws
+// Checks that current fits the job: world, global batch, sizes >= 0 summing to it; throws
 // InputError.
-void check_current(const Plan& current, const PolicyConfig& config);
+void check_current(const Plan& current, const Settings& settings, int world);
 
 // plan.throughput, predicted_epoch_s and ideal_epoch_s for throughputs v (0 = unknown rank).
 // Throws InputError when a prediction is not finite: a policy never returns such a plan.
@@ -34,11 +34,8 @@ enum class Rounding { largest_remainder, least_step_time };
 std::vector<int> apportion(const std::vector<double>& weights, int total, int lo, int hi,
                            Rounding rounding);
 
-// The upper bound per rank: config.max_batch, or global_batch when it is 0.
-int max_batch_of(const PolicyConfig& config);
-
-std::unique_ptr<Policy> make_dbs(const PolicyConfig& config);
-std::unique_ptr<Policy> make_static(const PolicyConfig& config);
-std::unique_ptr<Policy> make_fixed(const std::string& spec, const PolicyConfig& config);
+std::unique_ptr<Policy> make_dbs(const Settings& settings, int world);
+std::unique_ptr<Policy> make_static(const Settings& settings, int world);
+std::unique_ptr<Policy> make_fixed(const Settings& settings, int world);
 
 }  // namespace dbs::policy::detail

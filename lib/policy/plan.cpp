@@ -2,6 +2,8 @@
 
 namespace dbs::policy {
 
+using nlohmann::json;
+
 std::vector<int> offsets_of(const std::vector<int>& batch) {
   std::vector<int> offset(batch.size());
   int at = 0;
@@ -10,6 +12,83 @@ std::vector<int> offsets_of(const std::vector<int>& batch) {
     at += batch[i];
   }
   return offset;
+}
+
+json to_json(const Plan& p) {
+  return {{"epoch", p.epoch + 1},
+          {"global_batch", p.global_batch},
+          {"batch", p.batch},
+          {"offset", p.offset},
+          {"throughput", p.throughput},
+          {"predicted_epoch_s", p.predicted_epoch_s},
+          {"ideal_epoch_s", p.ideal_epoch_s},
+          {"changed", p.changed},
+          {"reason", p.reason}};
+}
+
+Plan plan_from_json(const Fields& f) {
+  Plan p;
+  p.epoch = f.integer("epoch", 1) - 1;
+  p.global_batch = f.small("global_batch", 1);
+  p.batch = f.ints("batch", 0);
+  p.offset = f.ints("offset", 0);
+  p.throughput = f.numbers("throughput", 0);
+  p.predicted_epoch_s = f.number("predicted_epoch_s", 0);
+  p.ideal_epoch_s = f.number("ideal_epoch_s", 0);
+  p.changed = f.boolean("changed");
+  p.reason = f.string("reason");
+  if (p.batch.empty() || p.offset.size() != p.batch.size() || p.throughput.size() != p.batch.size())
+    f.fail("plan has " + std::to_string(p.batch.size()) + " batch sizes, " +
+           std::to_string(p.offset.size()) + " offsets and " +
+           std::to_string(p.throughput.size()) + " throughputs");
+  std::int64_t sum = 0;
+  for (const int b : p.batch) sum += b;
+  if (sum != p.global_batch)
+    f.fail("plan batch sizes sum to " + std::to_string(sum) + ", not its global batch " +
+           std::to_string(p.global_batch));
+  if (p.offset != offsets_of(p.batch)) f.fail("plan offsets do not follow from its batch sizes");
+  return p;
+}
+
+json to_json(const Report& r) {
+  return {{"rank", r.rank},     {"epoch", r.epoch + 1},
+          {"batch", r.batch},   {"samples", r.samples},
+          {"steps", r.steps},   {"compute_s", r.compute_s},
+          {"comm_s", r.comm_s}, {"step_rate_median", r.step_rate_median}};
+}
+
+Report report_from_json(const Fields& f) {
+  Report r;
+  r.rank = f.small("rank", 0);
+  r.epoch = f.integer("epoch", 1) - 1;
+  r.batch = f.small("batch", 0);
+  r.samples = f.integer("samples", 0);
+  r.steps = f.integer("steps", 0);
+  r.compute_s = f.number("compute_s", 0);
+  r.comm_s = f.number("comm_s", 0);
+  r.step_rate_median = f.number("step_rate_median", 0);
+  return r;
+}
+
+json to_json(const Settings& s) {
+  return {{"policy", s.policy},       {"global_batch", s.global_batch},
+          {"samples_per_epoch", s.samples_per_epoch},
+          {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
+          {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+}
+
+Settings settings_from_json(const Fields& f) {
+  Settings s;
+  s.policy = f.string("policy");
+  s.global_batch = f.small("global_batch", 1);
+  s.samples_per_epoch = f.integer("samples_per_epoch", 0);
+  s.min_batch = f.small("min_batch", 1);
+  s.max_batch = f.small("max_batch", 0);
+  s.min_gain = f.number("min_gain");
+  if (s.min_gain < 0 || s.min_gain >= 1)
+    f.fail("field 'min_gain' must be a number in [0, 1), got " + describe(f.need("min_gain")));
+  s.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
+  return s;
 }
 
 }  // namespace dbs::policy

@@ -1,9 +1,14 @@
-// The plan of an epoch and the per-rank reports it is made from (DESIGN.md, "One epoch").
+// The plan of an epoch, the per-rank reports it is made from and the settings of the policy that
+// makes it (DESIGN.md, "One epoch"), each with its one JSON form: the protocol, the daemon's
+// journal, the trace and replay all read and write these.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "lib/common/fields.h"
 
 namespace dbs::policy {
 
@@ -32,9 +37,41 @@ struct Report {
   double comm_s = 0;              // allreduce incl. waiting, seconds
   double step_rate_median = 0;    // median over steps of samples/compute s (0 = unknown)
   std::int64_t steps = 0;         // steps it ran
+
+  // samples / compute_s in samples/s; 0 without a measurement.
+  double throughput() const {
+    return compute_s > 0 ? static_cast<double>(samples) / compute_s : 0.0;
+  }
+  bool operator==(const Report&) const = default;
+};
+
+// What a policy needs besides the world size: the same for every rank of a job, chosen once by
+// the agent's options (or a synthetic spec) and carried by the protocol and the trace header.
+struct Settings {
+  std::string policy = "dbs";          // dbs | static | fixed:b0,b1,...
+  int global_batch = 128;              // B, kept by every plan
+  std::int64_t samples_per_epoch = 0;  // N (for epoch-time predictions; 0 = unknown)
+  int min_batch = 1;                   // per-rank lower bound
+  int max_batch = 0;                   // per-rank upper bound (0 = B)
+  double min_gain = 0.02;              // dbs keeps its plan below this predicted gain
+  int rebalance_every = 0;             // re-plan every K steps inside an epoch (0 = per epoch)
+
+  int max_batch_or_global() const { return max_batch == 0 ? global_batch : max_batch; }
+  bool operator==(const Settings&) const = default;
 };
 
 // Offsets from batch sizes: o_0 = 0, o_i = o_{i-1} + b_{i-1}.
 std::vector<int> offsets_of(const std::vector<int>& batch);
+
+// The JSON forms. Epochs count from 1 in JSON. The readers are strict (every field present, of
+// its type and range; a plan's sizes agree, sum to its global batch and its offsets follow from
+// them) and throw FieldError naming the field; fields they do not know are ignored.
+nlohmann::json to_json(const Plan& plan);
+Plan plan_from_json(const Fields& fields);
+nlohmann::json to_json(const Report& report);
+Report report_from_json(const Fields& fields);
+nlohmann::json to_json(const Settings& settings);
+// rebalance_every may be absent (0): journals and traces written before it was a setting.
+Settings settings_from_json(const Fields& fields);
 
 }  // namespace dbs::policy

@@ -13,9 +13,6 @@
 namespace dbs::policy {
 namespace detail {
 
-int max_batch_of(const PolicyConfig& config) {
-  return config.max_batch == 0 ? config.global_batch : config.max_batch;
-}
 
 namespace {
 
@@ -40,19 +37,19 @@ void check_count(int rank, const char* field, std::int64_t x) {
   }
 }
 
-void check_config(const PolicyConfig& c) {
+void check_config(const Settings& c, int world) {
   const auto fail = [](const std::string& what) { throw ConfigError("policy config: " + what); };
-  if (c.world < 1) fail(format("world must be >= 1, got %d", c.world));
+  if (world < 1) fail(format("world must be >= 1, got %d", world));
   if (c.global_batch < 1) fail(format("global batch must be >= 1, got %d", c.global_batch));
   if (c.min_batch < 1) fail(format("min_batch must be >= 1, got %d", c.min_batch));
   if (c.max_batch != 0 && c.max_batch < c.min_batch) {
     fail(format("max_batch must be 0 (= global batch) or >= min_batch %d, got %d", c.min_batch,
                 c.max_batch));
   }
-  const std::int64_t world = c.world;
-  if (world * c.min_batch > c.global_batch || world * max_batch_of(c) < c.global_batch) {
-    fail(format("%d ranks with batch in [%d, %d] cannot make a global batch of %d", c.world,
-                c.min_batch, max_batch_of(c), c.global_batch));
+  const std::int64_t w = world;
+  if (w * c.min_batch > c.global_batch || w * c.max_batch_or_global() < c.global_batch) {
+    fail(format("%d ranks with batch in [%d, %d] cannot make a global batch of %d", world,
+                c.min_batch, c.max_batch_or_global(), c.global_batch));
   }
   if (!std::isfinite(c.min_gain) || c.min_gain < 0 || c.min_gain >= 1) {
     fail(format("min_gain must be in [0, 1), got %g", c.min_gain));
@@ -150,15 +147,14 @@ std::vector<Report> by_rank(std::span<const Report> reports, int world) {
 
 double measured_rate(const Report& r) {
   if (r.samples <= 0 || r.compute_s <= 0) return 0.0;
-  if (r.step_rate_median > 0) return r.step_rate_median;
-  return static_cast<double>(r.samples) / r.compute_s;
+  return r.step_rate_median > 0 ? r.step_rate_median : r.throughput();
 }
 
-void check_current(const Plan& current, const PolicyConfig& config) {
-  if (current.world() != config.world || current.offset.size() != current.batch.size()) {
+void check_current(const Plan& current, const Settings& config, int world) {
+  if (current.world() != world || current.offset.size() != current.batch.size()) {
     throw InputError(
         format("current plan has %d batch sizes and %zu offsets but the job has %d ranks",
-               current.world(), current.offset.size(), config.world));
+               current.world(), current.offset.size(), world));
   }
   if (current.global_batch != config.global_batch) {
     throw InputError(format("current plan has global batch %d but the job has %d",
@@ -265,11 +261,12 @@ std::vector<int> apportion(const std::vector<double>& weights, int total, int lo
 
 }  // namespace detail
 
-std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyConfig& config) {
-  detail::check_config(config);
-  if (spec == "dbs") return detail::make_dbs(config);
-  if (spec == "static") return detail::make_static(config);
-  if (spec.starts_with("fixed:")) return detail::make_fixed(spec, config);
+std::unique_ptr<Policy> make_policy(const Settings& settings, int world) {
+  detail::check_config(settings, world);
+  const std::string& spec = settings.policy;
+  if (spec == "dbs") return detail::make_dbs(settings, world);
+  if (spec == "static") return detail::make_static(settings, world);
+  if (spec.starts_with("fixed:")) return detail::make_fixed(settings, world);
   throw ConfigError("unknown policy '" + spec + "': expected dbs, static or fixed:b0,b1,...");
 }
 

@@ -11,15 +11,6 @@
 
 namespace dbs::policy {
 
-struct PolicyConfig {
-  int world = 1;                 // ranks
-  int global_batch = 128;        // B, kept by every plan
-  std::int64_t samples_per_epoch = 0;  // N (for epoch-time predictions)
-  int min_batch = 1;             // per-rank lower bound
-  int max_batch = 0;             // per-rank upper bound (0 = B)
-  double min_gain = 0.02;        // keep the plan when the predicted gain is below this
-};
-
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -35,9 +26,10 @@ class Policy {
   virtual void set_state(const std::vector<double>& /*state*/) {}
 };
 
-// spec: "dbs", "static" or "fixed:b0,b1,..." (sizes must sum to global_batch and number world).
-// Throws ConfigError naming the spec on anything else.
-std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyConfig& config);
+// The policy settings.policy names: "dbs", "static" or "fixed:b0,b1,..." (sizes must sum to
+// global_batch and number world), for a job of `world` ranks. Throws ConfigError naming the spec
+// or the setting at fault.
+std::unique_ptr<Policy> make_policy(const Settings& settings, int world);
 
 // Largest-remainder apportionment of total over weights, within [lo, hi] per rank: sum == total
 // exactly. Requires world * lo <= total <= world * hi. Deterministic tie-break by rank index.

@@ -13,10 +13,11 @@ namespace {
 
 class NeverReplans : public Policy {
  public:
-  NeverReplans(std::string name, PolicyConfig config, std::vector<int> batch, std::string reason,
-               std::string initial_reason)
+  NeverReplans(std::string name, Settings settings, int world, std::vector<int> batch,
+               std::string reason, std::string initial_reason)
       : name_(std::move(name)),
-        config_(config),
+        config_(std::move(settings)),
+        world_(world),
         batch_(std::move(batch)),
         reason_(std::move(reason)),
         initial_reason_(std::move(initial_reason)) {}
@@ -30,8 +31,8 @@ class NeverReplans : public Policy {
   }
 
   Plan next(const Plan& current, std::span<const Report> reports) override {
-    check_current(current, config_);
-    const std::vector<Report> by = by_rank(reports, config_.world);
+    check_current(current, config_, world_);
+    const std::vector<Report> by = by_rank(reports, world_);
     Plan p = plan(current.epoch + 1, reason_);
     std::vector<double> v(by.size());
     for (std::size_t i = 0; i < by.size(); ++i) v[i] = measured_rate(by[i]);
@@ -52,22 +53,24 @@ class NeverReplans : public Policy {
   }
 
   std::string name_;
-  PolicyConfig config_;
+  Settings config_;
+  int world_;
   std::vector<int> batch_;
   std::string reason_, initial_reason_;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_static(const PolicyConfig& config) {
+std::unique_ptr<Policy> make_static(const Settings& config, int world) {
   std::vector<int> equal =
-      policy::apportion(std::vector<double>(static_cast<std::size_t>(config.world), 1.0),
-                        config.global_batch, config.min_batch, max_batch_of(config));
-  return std::make_unique<NeverReplans>("static", config, std::move(equal), "static: equal split",
+      policy::apportion(std::vector<double>(static_cast<std::size_t>(world), 1.0),
+                        config.global_batch, config.min_batch, config.max_batch_or_global());
+  return std::make_unique<NeverReplans>("static", config, world, std::move(equal), "static: equal split",
                                         "initial: equal split");
 }
 
-std::unique_ptr<Policy> make_fixed(const std::string& spec, const PolicyConfig& config) {
+std::unique_ptr<Policy> make_fixed(const Settings& config, int world) {
+  const std::string& spec = config.policy;
   const auto fail = [&](const std::string& what) {
     throw ConfigError("policy '" + spec + "': " + what);
   };
@@ -88,14 +91,14 @@ std::unique_ptr<Policy> make_fixed(const std::string& spec, const PolicyConfig& 
     sum += b;
     at = end + 1;
   }
-  if (batch.size() != static_cast<std::size_t>(config.world)) {
-    fail(format("%zu sizes for %d ranks", batch.size(), config.world));
+  if (batch.size() != static_cast<std::size_t>(world)) {
+    fail(format("%zu sizes for %d ranks", batch.size(), world));
   }
   if (sum != config.global_batch) {
     fail(format("sizes sum to %lld, the global batch is %d", static_cast<long long>(sum),
                 config.global_batch));
   }
-  return std::make_unique<NeverReplans>("fixed", config, std::move(batch), "fixed: sizes as given",
+  return std::make_unique<NeverReplans>("fixed", config, world, std::move(batch), "fixed: sizes as given",
                                         "initial: fixed sizes as given");
 }
 

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "lib/proto/codec.h"
+#include "lib/proto/protocol.h"
+#include "lib/proto/share.h"
 
 namespace dbs::proto {
 namespace {
@@ -48,23 +51,38 @@ void check_bounds(const policy::Report& r) {
   figure("step_rate_median", r.step_rate_median);
 }
 
-void check_bounds(const policy::Plan& p) {
+void check_bounds(const PlanMsg& p) {
   count("epoch", p.epoch + 1, 1, kMaxEpoch + 1);
 }
 
-void check_bounds(const JobConfig& c) {
+void check_bounds(const policy::Settings& c) {
   count("samples_per_epoch", c.samples_per_epoch, 0, kMaxSamples);
 }
 
 std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
-                         const JobConfig& config) {
+                         const policy::Settings& config) {
   try {
-    std::string line = encode(PlanMsg{"j", plan});
-    line.pop_back();  // the newline
-    const Message m = decode(line);
-    const auto* p = std::get_if<PlanMsg>(&m);
-    if (p == nullptr) return "not a plan message";
-    return plan_mismatch(p->plan, epoch, world, config);
+    if (plan.world() != world || plan.offset.size() != plan.batch.size())
+      return "plan has " + std::to_string(plan.world()) + " ranks, the job has " +
+             std::to_string(world);
+    // What is sent: one share per rank. Each must decode to itself, and the shares together
+    // must assemble into a plan the agents accept.
+    const PlanLines lines("j", plan);
+    std::vector<PlanMsg> got;
+    std::vector<Share> shares;
+    for (int r = 0; r < world; ++r) {
+      const std::string line = lines.line(r);
+      const Message m = decode(std::string_view(line).substr(0, line.size() - 1));
+      const auto* p = std::get_if<PlanMsg>(&m);
+      if (p == nullptr) return "rank " + std::to_string(r) + "'s share is not a plan message";
+      if (p->rank != r) return "rank " + std::to_string(r) + "'s share names another rank";
+      got.push_back(*p);
+      shares.push_back(share_of(*p));
+    }
+    std::string why;
+    const std::optional<policy::Plan> whole = assemble(got.front(), shares, why);
+    if (!whole) return "the shares do not assemble: " + why;
+    return plan_mismatch(*whole, epoch, world, config);
   } catch (const ProtocolError& e) {
     return e.what();
   }
@@ -77,18 +95,19 @@ void check_rank(int rank, int world) {
                                                 std::to_string(world) + " ranks");
 }
 
-void check_join(const std::string& job, int world, const JobConfig& config, const RegisterMsg& r) {
+void check_join(const std::string& job, int world, const policy::Settings& config,
+                const RegisterMsg& r) {
   if (r.world != world)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' has " + std::to_string(world) +
                                                  " ranks, not " + std::to_string(r.world));
   if (r.config && *r.config != config)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' runs with config " +
-                                                 config_json(config).dump() + ", not " +
-                                                 config_json(*r.config).dump());
+                                                 policy::to_json(config).dump() + ", not " +
+                                                 policy::to_json(*r.config).dump());
 }
 
 std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
-                          const JobConfig& config) {
+                          const policy::Settings& config) {
   const auto e1 = [](std::int64_t e) { return std::to_string(e + 1); };
   if (plan.epoch != epoch)
     return "plan is for epoch " + e1(plan.epoch) + ", expected epoch " + e1(epoch);
@@ -98,7 +117,7 @@ std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int worl
   if (plan.global_batch != config.global_batch)
     return "plan has global batch " + std::to_string(plan.global_batch) + ", the job has " +
            std::to_string(config.global_batch);
-  const int hi = config.max_batch == 0 ? config.global_batch : config.max_batch;
+  const int hi = config.max_batch_or_global();
   for (int i = 0; i < world; ++i) {
     const int b = plan.batch[static_cast<std::size_t>(i)];
     if (b < config.min_batch || b > hi)

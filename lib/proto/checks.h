@@ -29,14 +29,15 @@ inline constexpr double kMaxFigure = 1e9;
 //   "field 'epoch' must be an integer in [1, 1000000], got 1000001"
 // Reports and configs use wire epochs (report.epoch + 1); plans likewise.
 void check_bounds(const policy::Report& report);
-void check_bounds(const policy::Plan& plan);
-void check_bounds(const JobConfig& config);
+void check_bounds(const PlanMsg& plan);
+void check_bounds(const policy::Settings& config);
 
-// "" when an agent would accept `plan` as the plan of `epoch` (0-based) of the job: it
-// survives encode and decode, and plan_mismatch finds nothing. The daemon asserts this before
+// "" when the agents would accept `plan` as the plan of `epoch` (0-based) of the job: every
+// rank's share (PlanLines::line) decodes, the shares assemble into one plan, and plan_mismatch
+// finds nothing in it. The daemon asserts this before
 // sending a plan.
 std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
-                         const JobConfig& config);
+                         const policy::Settings& config);
 
 // Throws ProtocolError(invalid): "rank 2 out of range for a job of 2 ranks".
 void check_rank(int rank, int world);
@@ -44,12 +45,13 @@ void check_rank(int rank, int world);
 // Throws ProtocolError(conflict) when a register for an existing job disagrees with it:
 //   "job 'j' has 2 ranks, not 3"
 //   "job 'j' runs with config {...}, not {...}"
-void check_join(const std::string& job, int world, const JobConfig& config, const RegisterMsg& r);
+void check_join(const std::string& job, int world, const policy::Settings& config,
+                const RegisterMsg& r);
 
 // "" when plan can be the plan of `epoch` (0-based) for a job of `world` ranks with config,
 // else why not, e.g. "plan is for epoch 5, expected epoch 4".
 std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
-                          const JobConfig& config);
+                          const policy::Settings& config);
 
 // Compares in time that depends only on the lengths, never on where the first difference is.
 bool tokens_equal(std::string_view expected, std::string_view presented);

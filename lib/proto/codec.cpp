@@ -1,16 +1,16 @@
 #include "lib/proto/codec.h"
 
+#include <charconv>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "lib/common/fields.h"
 #include "lib/proto/checks.h"
-#include "lib/proto/fields.h"
-#include "lib/proto/writer.h"
+#include "lib/proto/share.h"
 
 namespace dbs::proto {
 
-using detail::Fields;
-using detail::invalid;
-using detail::Writer;
 using nlohmann::json;
 
 const char* name(ErrorCode code) {
@@ -43,206 +43,185 @@ const char* name(ErrorCode code) {
   return "invalid";
 }
 
-policy::PolicyConfig JobConfig::policy_config(int world) const {
-  policy::PolicyConfig c;
-  c.world = world;
-  c.global_batch = global_batch;
-  c.samples_per_epoch = samples_per_epoch;
-  c.min_batch = min_batch;
-  c.max_batch = max_batch;
-  c.min_gain = min_gain;
-  return c;
-}
-
-JobConfig job_config(const std::string& policy, const policy::PolicyConfig& c) {
-  return {policy, c.global_batch, c.samples_per_epoch, c.min_batch, c.max_batch, c.min_gain};
-}
-
-bool operator==(const ReportMsg& a, const ReportMsg& b) {
-  const policy::Report &x = a.report, &y = b.report;
-  return a.job == b.job && x.rank == y.rank && x.epoch == y.epoch && x.batch == y.batch &&
-         x.samples == y.samples && x.compute_s == y.compute_s && x.comm_s == y.comm_s &&
-         x.step_rate_median == y.step_rate_median && x.steps == y.steps;
-}
-
-json config_json(const JobConfig& c) {
-  return {{"policy", c.policy},
-          {"global_batch", c.global_batch},
-          {"samples_per_epoch", c.samples_per_epoch},
-          {"min_batch", c.min_batch},
-          {"max_batch", c.max_batch},
-          {"min_gain", c.min_gain}};
-}
-
-JobConfig config_from_json(const json& j) {
-  if (!j.is_object()) invalid("field 'config' must be an object, got " + detail::describe(j));
-  const Fields f(j);
-  JobConfig c;
-  c.policy = f.string("policy", kMaxMessage);
-  c.global_batch = f.small("global_batch", 1);
-  c.samples_per_epoch = f.integer("samples_per_epoch", 0);
-  c.min_batch = f.small("min_batch", 1);
-  c.max_batch = f.small("max_batch", 0);
-  c.min_gain = f.number("min_gain");
-  if (c.min_gain < 0 || c.min_gain >= 1)
-    invalid("field 'min_gain' must be a number in [0, 1), got " + detail::describe(j["min_gain"]));
-  check_bounds(c);
-  return c;
-}
-
-json plan_json(const policy::Plan& p) {
-  return {{"epoch", p.epoch + 1},
-          {"global_batch", p.global_batch},
-          {"batch", p.batch},
-          {"offset", p.offset},
-          {"throughput", p.throughput},
-          {"predicted_epoch_s", p.predicted_epoch_s},
-          {"ideal_epoch_s", p.ideal_epoch_s},
-          {"changed", p.changed},
-          {"reason", p.reason}};
-}
-
-policy::Plan plan_from_json(const json& j) {
-  const Fields f(j);
-  policy::Plan p;
-  p.epoch = f.integer("epoch", 1) - 1;
-  p.global_batch = f.small("global_batch", 1);
-  p.batch = f.ints("batch", 0);
-  p.offset = f.ints("offset", 0);
-  p.throughput = f.times("throughput");
-  p.predicted_epoch_s = f.time("predicted_epoch_s");
-  p.ideal_epoch_s = f.time("ideal_epoch_s");
-  p.changed = f.boolean("changed");
-  p.reason = f.string("reason", kMaxMessage);
-  if (p.batch.empty() || p.offset.size() != p.batch.size() || p.throughput.size() != p.batch.size())
-    invalid("plan has " + std::to_string(p.batch.size()) + " batch sizes, " +
-            std::to_string(p.offset.size()) + " offsets and " +
-            std::to_string(p.throughput.size()) + " throughputs");
-  std::int64_t sum = 0;
-  for (const int b : p.batch) sum += b;
-  if (sum != p.global_batch)
-    invalid("plan batch sizes sum to " + std::to_string(sum) + ", not its global batch " +
-            std::to_string(p.global_batch));
-  if (p.offset != policy::offsets_of(p.batch))
-    invalid("plan offsets do not follow from its batch sizes");
-  check_bounds(p);
-  return p;
-}
-
-json report_json(const policy::Report& r) {
-  return {{"rank", r.rank},     {"epoch", r.epoch + 1},
-          {"batch", r.batch},   {"samples", r.samples},
-          {"steps", r.steps},   {"compute_s", r.compute_s},
-          {"comm_s", r.comm_s}, {"step_rate_median", r.step_rate_median}};
-}
-
-policy::Report report_from_json(const json& j) {
-  const Fields f(j);
-  policy::Report r;
-  r.rank = f.small("rank", 0);
-  r.epoch = f.integer("epoch", 1) - 1;
-  r.batch = f.small("batch", 0);
-  r.samples = f.integer("samples", 0);
-  r.steps = f.integer("steps", 0);
-  r.compute_s = f.time("compute_s");
-  r.comm_s = f.time("comm_s");
-  r.step_rate_median = f.time("step_rate_median");
-  check_bounds(r);
-  return r;
-}
-
 namespace {
 
-// Every message starts with its version and type.
-Writer head(const char* type) {
-  Writer w;
-  w.field("v", kVersion).field("type", type);
-  return w;
-}
-
-std::string line_of(const RegisterMsg& m) {
-  Writer w = head("register");
-  w.field("job", m.job)
-      .field("token", m.token)
-      .field("rank", m.rank)
-      .field("world", m.world)
-      .field("host", m.host);
-  if (m.config) {
-    const JobConfig& c = *m.config;
-    std::string config = Writer()
-                             .field("policy", c.policy)
-                             .field("global_batch", c.global_batch)
-                             .field("samples_per_epoch", c.samples_per_epoch)
-                             .field("min_batch", c.min_batch)
-                             .field("max_batch", c.max_batch)
-                             .field("min_gain", c.min_gain)
-                             .line();
-    config.pop_back();  // the newline
-    w.raw("config", config);
+// A job id: 1-64 of A-Z a-z 0-9 . _ -, not starting with '.'.
+std::string job_of(const Fields& f) {
+  std::string s = f.string("job", kMaxJobId);
+  bool ok = !s.empty() && s[0] != '.';
+  for (const char c : s) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    ok = ok && (alnum || c == '.' || c == '_' || c == '-');
   }
-  return w.line();
+  if (!ok)
+    f.fail("field 'job' must be 1 to " + std::to_string(kMaxJobId) +
+           " of A-Z a-z 0-9 . _ - and not start with '.'");
+  return s;
 }
 
-std::string line_of(const ReportMsg& m) {
-  const policy::Report& r = m.report;
-  return head("report")
-      .field("job", m.job)
-      .field("rank", r.rank)
-      .field("epoch", r.epoch + 1)
-      .field("batch", r.batch)
-      .field("samples", r.samples)
-      .field("steps", r.steps)
-      .field("compute_s", r.compute_s)
-      .field("comm_s", r.comm_s)
-      .field("step_rate_median", r.step_rate_median)
-      .line();
+// The hash as 16 hex digits (JSON numbers do not hold 64 bits everywhere).
+std::string hex(std::uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
-std::string line_of(const PlanMsg& m) {
-  const policy::Plan& p = m.plan;
-  return head("plan")
-      .field("job", m.job)
-      .field("epoch", p.epoch + 1)
-      .field("global_batch", p.global_batch)
-      .field("batch", p.batch)
-      .field("offset", p.offset)
-      .field("throughput", p.throughput)
-      .field("predicted_epoch_s", p.predicted_epoch_s)
-      .field("ideal_epoch_s", p.ideal_epoch_s)
-      .field("changed", p.changed)
-      .field("reason", p.reason)
-      .line();
+std::uint64_t hash_of(const Fields& f) {
+  const std::string s = f.string("hash", 16);
+  std::uint64_t h = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), h, 16);
+  if (s.size() != 16 || ec != std::errc() || end != s.data() + s.size() || h == 0)
+    f.fail("field 'hash' must be 16 hex digits, not all 0");
+  return h;
 }
 
-std::string line_of(const ErrorMsg& m) {
-  return head("error").field("code", m.code).field("message", m.message).line();
+json body(const RegisterMsg& m) {
+  json j = {{"job", m.job}, {"token", m.token}, {"rank", m.rank}, {"world", m.world},
+            {"host", m.host}};
+  if (m.config) j["config"] = policy::to_json(*m.config);
+  return j;
 }
 
-std::string line_of(const HeartbeatMsg&) {
-  return head("heartbeat").line();
+json body(const ReportMsg& m) {
+  json j = policy::to_json(m.report);
+  j["job"] = m.job;
+  return j;
 }
 
-std::string line_of(const GoodbyeMsg& m) {
-  return head("goodbye").field("done", m.done).line();
+// "{"v":2,"type":"T","k":..." of type and body: the message without its closing "}\n".
+std::string open_line(const char* type, const json& body) {
+  std::string out = std::string("{\"v\":") + std::to_string(kVersion) + ",\"type\":\"" + type + "\"";
+  if (body.empty()) return out;
+  const std::string fields = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return out + "," + fields.substr(1, fields.size() - 2);
+}
+
+// A plan message: what every rank of the plan receives alike, then the rank's own fields.
+std::string plan_head(const std::string& job, std::int64_t epoch, int world, int global_batch,
+                      double predicted, double ideal, bool changed, const std::string& reason,
+                      std::uint64_t hash) {
+  return open_line("plan", {{"job", job},
+                            {"epoch", epoch + 1},
+                            {"world", world},
+                            {"global_batch", global_batch},
+                            {"predicted_epoch_s", predicted},
+                            {"ideal_epoch_s", ideal},
+                            {"changed", changed},
+                            {"reason", reason},
+                            {"hash", hex(hash)}});
+}
+
+std::string plan_tail(int rank, int batch, int offset, double throughput) {
+  return ",\"rank\":" + std::to_string(rank) + ",\"batch\":" + std::to_string(batch) +
+         ",\"offset\":" + std::to_string(offset) + ",\"throughput\":" + json(throughput).dump() +
+         "}\n";
+}
+
+json body(const ErrorMsg& m) {
+  return {{"code", m.code}, {"message", m.message}};
+}
+
+json body(const HeartbeatMsg&) {
+  return json::object();
+}
+
+json body(const GoodbyeMsg& m) {
+  return {{"done", m.done}};
+}
+
+constexpr const char* type_of(const Message& m) {
+  constexpr const char* kTypes[] = {"register", "report", "plan", "error", "heartbeat", "goodbye"};
+  return kTypes[m.index()];
 }
 
 RegisterMsg register_from(const Fields& f) {
   RegisterMsg m;
-  m.job = f.job("job");
+  m.job = job_of(f);
   m.token =
       f.has("token") ? f.string("token", 1024) : "";  // absent: the daemon says "missing token"
   m.world = f.small("world", 1, kMaxWorld);
   m.rank = f.small("rank", 0);
   check_rank(m.rank, m.world);
   m.host = f.string("host", 255);
-  if (f.has("config")) m.config = config_from_json(f.object("config"));
+  if (f.has("config")) {
+    m.config = policy::settings_from_json(f.object("config"));
+    check_bounds(*m.config);
+  }
   return m;
+}
+
+PlanMsg plan_from(const Fields& f) {
+  PlanMsg m;
+  m.job = job_of(f);
+  m.epoch = f.integer("epoch", 1) - 1;
+  m.world = f.small("world", 1, kMaxWorld);
+  m.rank = f.small("rank", 0);
+  check_rank(m.rank, m.world);
+  m.global_batch = f.small("global_batch", 1);
+  m.batch = f.small("batch", 0, m.global_batch);
+  m.offset = f.small("offset", 0, m.global_batch - m.batch);
+  m.throughput = f.number("throughput", 0);
+  m.predicted_epoch_s = f.number("predicted_epoch_s", 0);
+  m.ideal_epoch_s = f.number("ideal_epoch_s", 0);
+  m.changed = f.boolean("changed");
+  m.reason = f.string("reason", kMaxMessage);
+  m.hash = hash_of(f);
+  check_bounds(m);
+  return m;
+}
+
+Message message_from(const Fields& f) {
+  const json& v = f.need("v");
+  if (!v.is_number_integer()) f.fail("field 'v' must be an integer, got " + describe(v));
+  if (v.get<std::int64_t>() != kVersion)
+    throw ProtocolError(ErrorCode::version, "unsupported protocol version " + v.dump() +
+                                                " (expected " + std::to_string(kVersion) + ")");
+  const std::string type = f.string("type", 64);
+  if (type == "report") {
+    ReportMsg m{job_of(f), policy::report_from_json(f)};
+    check_bounds(m.report);
+    return m;
+  }
+  if (type == "heartbeat") return HeartbeatMsg{};
+  if (type == "register") return register_from(f);
+  if (type == "plan") return plan_from(f);
+  if (type == "goodbye") return GoodbyeMsg{f.boolean("done")};
+  if (type == "error") return ErrorMsg{f.string("code", 64), f.string("message", kMaxMessage)};
+  // The type is echoed only when it is a plain word.
+  const bool plain =
+      !type.empty() &&
+      type.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+          std::string::npos;
+  throw ProtocolError(ErrorCode::unknown_type,
+                      plain ? "unknown message type '" + type + "'" : "unknown message type");
 }
 
 }  // namespace
 
 std::string encode(const Message& message) {
-  return std::visit([](const auto& m) { return line_of(m); }, message);
+  return std::visit(
+      [&message](const auto& m) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, PlanMsg>) {
+          return plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
+                           m.ideal_epoch_s, m.changed, m.reason, m.hash) +
+                 plan_tail(m.rank, m.batch, m.offset, m.throughput);
+        } else {
+          return open_line(type_of(message), body(m)) + "}\n";
+        }
+      },
+      message);
+}
+
+PlanLines::PlanLines(const std::string& job, policy::Plan plan)
+    : plan_(std::move(plan)),
+      hash_(plan_hash(plan_)),
+      head_(plan_head(job, plan_.epoch, plan_.world(), plan_.global_batch, plan_.predicted_epoch_s,
+                      plan_.ideal_epoch_s, plan_.changed, plan_.reason, hash_)) {}
+
+std::string PlanLines::line(int rank) const {
+  const auto i = static_cast<std::size_t>(rank);
+  return head_ + plan_tail(rank, plan_.batch[i], plan_.offset[i],
+                           i < plan_.throughput.size() ? plan_.throughput[i] : 0.0);
 }
 
 std::string encode_error(ErrorCode code, const std::string& message) {
@@ -259,26 +238,11 @@ Message decode(std::string_view line) {
     throw ProtocolError(ErrorCode::malformed, "malformed JSON: number out of range");
   }
   if (!j.is_object()) throw ProtocolError(ErrorCode::malformed, "message is not a JSON object");
-  const Fields f(j);
-  const json& v = f.need("v");
-  if (!v.is_number_integer()) invalid("field 'v' must be an integer, got " + detail::describe(v));
-  if (v.get<std::int64_t>() != kVersion)
-    throw ProtocolError(ErrorCode::version, "unsupported protocol version " + v.dump() +
-                                                " (expected " + std::to_string(kVersion) + ")");
-  const std::string type = f.string("type", 64);
-  if (type == "report") return ReportMsg{f.job("job"), report_from_json(j)};
-  if (type == "heartbeat") return HeartbeatMsg{};
-  if (type == "register") return register_from(f);
-  if (type == "plan") return PlanMsg{f.job("job"), plan_from_json(j)};
-  if (type == "goodbye") return GoodbyeMsg{f.boolean("done")};
-  if (type == "error") return ErrorMsg{f.string("code", 64), f.string("message", kMaxMessage)};
-  // The type is echoed only when it is a plain word.
-  const bool plain =
-      !type.empty() &&
-      type.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
-          std::string::npos;
-  throw ProtocolError(ErrorCode::unknown_type,
-                      plain ? "unknown message type '" + type + "'" : "unknown message type");
+  try {
+    return message_from(Fields(j));
+  } catch (const FieldError& e) {
+    throw ProtocolError(ErrorCode::invalid, e.what());
+  }
 }
 
 }  // namespace dbs::proto

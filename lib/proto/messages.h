@@ -7,25 +7,8 @@
 #include <variant>
 
 #include "lib/policy/plan.h"
-#include "lib/policy/policy.h"
 
 namespace dbs::proto {
-
-// What the daemon needs to run the job's policy; world travels beside it in RegisterMsg.
-struct JobConfig {
-  std::string policy = "dbs";          // dbs | static | fixed:b0,b1,...
-  int global_batch = 128;              // B
-  std::int64_t samples_per_epoch = 0;  // N
-  int min_batch = 1;                   // per-rank bounds
-  int max_batch = 0;                   // 0 = B
-  double min_gain = 0.02;              // dbs keeps its plan below this predicted gain
-
-  bool operator==(const JobConfig&) const = default;
-  policy::PolicyConfig policy_config(int world) const;
-};
-
-// The JobConfig of a policy configuration (the agent's side of policy_config).
-JobConfig job_config(const std::string& policy, const policy::PolicyConfig& config);
 
 struct RegisterMsg {
   std::string job;                  // job id: 1-64 of A-Z a-z 0-9 . _ -, not starting with .
@@ -33,19 +16,30 @@ struct RegisterMsg {
   int rank = 0;                     // 0 <= rank < world
   int world = 1;                    // ranks of the job
   std::string host;                 // the rank's host name (for traces and the status page)
-  std::optional<JobConfig> config;  // required to create the job; empty = join only
+  std::optional<policy::Settings> config;  // required to create the job; empty = join only
   bool operator==(const RegisterMsg&) const = default;
 };
 
 struct ReportMsg {
   std::string job;
   policy::Report report;  // report.epoch counts from 0 in memory
+  bool operator==(const ReportMsg&) const = default;
 };
-bool operator==(const ReportMsg& a, const ReportMsg& b);
 
+// One rank's share of a plan: what is the rank's own (b_i, o_i, v_i), what is the same for every
+// rank, and a hash of the whole plan, so a message is O(1) in the world size. The ranks rebuild
+// the plan from their shares (lib/proto/share.h).
 struct PlanMsg {
   std::string job;
-  policy::Plan plan;  // plan.epoch counts from 0 in memory
+  std::int64_t epoch = 0;  // counts from 0 in memory
+  int rank = 0, world = 1;
+  int global_batch = 0;
+  int batch = 0, offset = 0;  // b_rank, o_rank
+  double throughput = 0;      // v_rank the plan was made from
+  double predicted_epoch_s = 0, ideal_epoch_s = 0;
+  bool changed = false;
+  std::string reason;
+  std::uint64_t hash = 0;  // plan_hash of the whole plan
   bool operator==(const PlanMsg&) const = default;
 };
 

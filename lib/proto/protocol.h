@@ -6,42 +6,51 @@
 // is dropped; empty lines are ignored), at most kMaxMessage bytes without the newline. Every
 // object carries "v" (the protocol version, kVersion) and "type"; the order of fields does not
 // matter. Fields not listed below are ignored, so a version may gain fields; a change of meaning
-// bumps kVersion. Epochs count from 1 on the wire, as in traces (the structs in memory count
-// from 0, as lib/policy does). Times are seconds, finite and >= 0; JSON has no NaN, and a null
-// where a number belongs is refused like any other wrong type.
+// bumps kVersion (version 2: each rank gets its share of a plan, step 4; version 1 sent every
+// rank the whole plan). Epochs count from 1 on the wire, as in traces (the structs in memory
+// count from 0, as lib/policy does). Times are seconds, finite and >= 0; JSON has no NaN, and a
+// null where a number belongs is refused like any other wrong type.
 //
 //  1. The agent (one per rank) connects and sends `register`:
-//       {"v":1,"type":"register","job":"J","token":"T","rank":R,"world":W,"host":"H",
+//       {"v":2,"type":"register","job":"J","token":"T","rank":R,"world":W,"host":"H",
 //        "config":{"policy":"dbs","global_batch":B,"samples_per_epoch":N,"min_batch":1,
-//                  "max_batch":0,"min_gain":0.02}}
+//                  "max_batch":0,"min_gain":0.02,"rebalance_every":0}}
+//     "config" is the policy Settings' JSON form (lib/policy/plan.h).
 //     The first register of an unknown job with a "config" creates the job; later ones must
 //     carry the same world and config. Without "config" a register only joins an existing job.
 //     "token" is the job token when the daemon has one (compared in constant time, never
 //     logged); a daemon without a token ignores it. A rank that registers again (a reconnect)
 //     replaces its previous connection, which is closed. Until a connection has registered,
 //     the daemon takes messages of at most 64 KiB.
-//  2. The daemon answers `plan` with the plan of the job's current epoch (the one running now:
-//     epoch 1's initial plan for a new job), or `error` and closes the connection.
+//  2. The daemon answers `plan` with the rank's share of the plan of the job's current epoch
+//     (the one running now: epoch 1's initial plan for a new job), or `error` and closes the
+//     connection.
 //  3. At the end of epoch E every rank sends `report`:
-//       {"v":1,"type":"report","job":"J","rank":R,"epoch":E,"batch":b,"samples":n,"steps":s,
+//       {"v":2,"type":"report","job":"J","rank":R,"epoch":E,"batch":b,"samples":n,"steps":s,
 //        "compute_s":c,"comm_s":m,"step_rate_median":r}
 //  4. When every rank of the job has reported epoch E, or --report-timeout seconds after the
 //     first report of E (missing ranks are then planned from their last report, and the plan's
 //     reason says so), the daemon makes the plan of epoch E+1, appends it to its journal, syncs
-//     the journal, and only then sends `plan` to every connected rank of the job:
-//       {"v":1,"type":"plan","job":"J","epoch":E+1,"global_batch":B,"batch":[..],
-//        "offset":[..],"throughput":[..],"predicted_epoch_s":p,"ideal_epoch_s":i,
-//        "changed":true,"reason":"..."}
+//     the journal, and only then sends each connected rank of the job its share of the plan:
+//       {"v":2,"type":"plan","job":"J","epoch":E+1,"world":W,"global_batch":B,
+//        "predicted_epoch_s":p,"ideal_epoch_s":i,"changed":true,"reason":"...",
+//        "hash":"16 hex digits","rank":R,"batch":b_R,"offset":o_R,"throughput":v_R}
+//     Only rank R's batch size, offset and throughput are in its message (O(1) bytes, not
+//     O(W)); "hash" is proto::plan_hash of the whole plan. The ranks then allgather a 32-byte
+//     share each (b_i, o_i, v_i, the hash, a hash of the fields all ranks receive alike),
+//     rebuild the whole plan from the shares and use it only if every rank holds a share of the
+//     same plan and the rebuilt plan has that hash (lib/proto/share.h); else they all fall back
+//     to their embedded policy for the epoch.
 //     A report of an epoch that is already planned is answered with the plan made from it (a
 //     rank that reconnected resends its report). A report of a later epoch than the daemon
 //     expects means the agents ran epochs on their embedded policy: the daemon moves on to it.
-//  5. Once registered, either side may send {"v":1,"type":"heartbeat"}; the daemon answers with
+//  5. Once registered, either side may send {"v":2,"type":"heartbeat"}; the daemon answers with
 //     one. A heartbeat before register is refused (state): a connection must register within
 //     --hello-timeout of connecting, whatever it sends meanwhile.
 //     Agents send one when they have been quiet for a while, so idle limits do not drop them.
-//  6. The agent ends with {"v":1,"type":"goodbye","done":true} (done: the job finished); the
+//  6. The agent ends with {"v":2,"type":"goodbye","done":true} (done: the job finished); the
 //     daemon answers goodbye and closes. A job whose ranks all said done is finished.
-//  Any violation is answered with {"v":1,"type":"error","code":"C","message":"M"} and the
+//  Any violation is answered with {"v":2,"type":"error","code":"C","message":"M"} and the
 //  connection is closed; other connections do not notice. Codes are the names of ErrorCode.
 #pragma once
 
@@ -53,7 +62,7 @@
 
 namespace dbs::proto {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr std::size_t kMaxMessage = 1 << 20;  // bytes per line, newline excluded
 inline constexpr int kMaxWorld = 1000000;            // ranks per job
 inline constexpr std::size_t kMaxJobId = 64;         // characters of a job id

@@ -27,7 +27,7 @@ EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostMode
   PlanAt start = rec.plans.front();
   start.plan.epoch = rec.epoch;
   return run_epoch(cluster, cost, static_cast<std::int64_t>(k), start,
-                   recorded_interval(rec, trace.header.rebalance_every), replay_recorded);
+                   recorded_interval(rec, trace.header.settings.rebalance_every), replay_recorded);
 }
 
 double median(std::vector<double> v) {
@@ -79,8 +79,8 @@ Cluster cluster_from_trace(const Trace& trace) {
   const Header& h = trace.header;
   Cluster c;
   c.world = h.world;
-  c.global_batch = h.global_batch;
-  c.samples_per_epoch = h.train_samples;
+  c.global_batch = h.settings.global_batch;
+  c.samples_per_epoch = h.settings.samples_per_epoch;
   c.slowdowns = slowdowns_of(trace);
   const auto n = static_cast<std::size_t>(h.world);
   // With every base rate 1, a rank's simulated compute time is sum_s b_i(s) * F_i(s).

@@ -13,25 +13,18 @@
 #include <vector>
 
 #include "lib/policy/plan.h"
+#include "lib/trace/disturbance.h"
 
 namespace dbs::replay {
 
-// A slowdown of one rank, in the agent's --disturb terms.
-struct Slowdown {
-  int rank = 0;
-  double factor = 1.0;  // the rank runs this many times slower
-  double from = 1.0;    // 1-based fractional epoch it starts (inclusive)
-  double to = -1.0;     // 1-based fractional epoch it stops (exclusive); < 0 = never
-  std::string mode = "sleep";
-  bool operator==(const Slowdown&) const = default;
-};
+using trace::Disturbance;
 
 struct Cluster {
   int world = 0;
   int global_batch = 0;                   // B
   std::int64_t samples_per_epoch = 0;     // N
   std::vector<std::vector<double>> base;  // [epoch][rank] samples/s outside slowdowns
-  std::vector<Slowdown> slowdowns;
+  std::vector<Disturbance> slowdowns;
   // [epoch][rank] (empty = all 1): the rank's measured median step rate over the rate the model
   // gives it. Per-step jitter makes the median of b / t differ from samples / compute_s; the
   // policy sees the median, so simulated reports carry the model's median times this factor.

@@ -14,43 +14,38 @@
 #include <sstream>
 
 #include "lib/common/error.h"
-#include "lib/replay/fields.h"
+#include "lib/common/fields.h"
 #include "lib/trace/trace.h"
 
 namespace dbs::replay {
 namespace {
 
-using detail::Fields;
 using nlohmann::json;
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr std::int64_t kMaxCount = std::numeric_limits<std::int64_t>::max() / 4;
-constexpr double kHuge = std::numeric_limits<double>::max();
 
 Header parse_header(const json& j, const std::string& where) {
-  const Fields h(j, where, "header");
-  if (h.text("type") != "header") h.fail("the first line of a trace must be its header");
-  if (const std::string f = h.text("format"); f != trace::kFormat) {
+  const Fields h(j, where + ": header");
+  if (h.string("type") != "header") h.fail("the first line of a trace must be its header");
+  if (const std::string f = h.string("format"); f != trace::kFormat) {
     h.fail("format is '" + f + "', not '" + trace::kFormat + "'");
   }
-  const std::int64_t version = h.integer("version", 0, kMaxInt);
-  if (version != trace::kVersion) {
-    h.fail("unknown trace version " + std::to_string(version) + " (this dbs reads version " +
+  Header out;
+  out.version = h.small("version", 0);
+  if (out.version < 1 || out.version > trace::kVersion) {
+    h.fail("unknown trace version " + std::to_string(out.version) + " (this dbs reads versions 1 to " +
            std::to_string(trace::kVersion) + ")");
   }
-  const Fields c(h.at("config"), where, "header config");
-  Header out;
-  out.world = static_cast<int>(c.integer("world", 1, kMaxInt));
-  out.global_batch = static_cast<int>(c.integer("global_batch", 1, kMaxInt));
-  out.train_samples = c.integer("train_samples", 1, kMaxCount);
-  out.params = c.integer_or("params", 0, 0, kMaxCount);
+  out.config = h.need("config");
+  if (out.version == 1 && out.config.is_object() && out.config.contains("train_samples")) {
+    out.config["samples_per_epoch"] = out.config["train_samples"];  // renamed in version 2
+  }
+  const Fields c(out.config, where + ": header config");
+  out.world = c.small("world", 1);
+  c.integer("samples_per_epoch", 1);
+  out.settings = policy::settings_from_json(c);
+  out.params = c.integer_or("params", 0, 0);
   out.epochs = static_cast<int>(c.integer_or("epochs", 0, 0, kMaxInt));
-  out.policy = c.text("policy");
-  out.min_batch = static_cast<int>(c.integer_or("min_batch", 1, 1, kMaxInt));
-  out.max_batch = static_cast<int>(c.integer_or("max_batch", 0, 0, kMaxInt));
-  out.min_gain = c.number_or("min_gain", 0.02, 0, 1);
-  out.rebalance_every = static_cast<int>(c.integer_or("rebalance_every", 0, 0, kMaxInt));
-  out.config = h.at("config");
   return out;
 }
 
@@ -61,7 +56,7 @@ class Reader {
   }
 
   void line(std::string_view text, int number, bool last_without_newline) {
-    if (text.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    if (stopped_ || text.find_first_not_of(" \t\r") == std::string_view::npos) return;
     where_ = trace_.path + ":" + std::to_string(number);
     number_ = number;
     json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -70,7 +65,7 @@ class Reader {
       try {
         [[maybe_unused]] const json again = json::parse(text);
       } catch (const json::exception& e) {
-        why = detail::json_message(e);
+        why = json_message(e);
       }
       if (last_without_newline && have_header_) {
         const std::string m = where_ + ": the last line is truncated (no newline at the end, " +
@@ -86,8 +81,8 @@ class Reader {
       have_header_ = true;
       return;
     }
-    const Fields r(j, where_, "record");
-    const std::string type = r.text("type");
+    const Fields r(j, where_ + ": record");
+    const std::string type = r.string("type");
     if (type == "plan") {
       plan(j);
     } else if (type == "rank") {
@@ -155,43 +150,21 @@ class Reader {
   }
 
   void plan(const json& j) {
-    const Fields f(j, where_, "plan record");
-    const std::int64_t epoch = f.integer("epoch", 1, kMaxCount);
-    const std::int64_t step = f.integer("step", 0, kMaxCount);
-    const int gb = static_cast<int>(f.integer("global_batch", 1, kMaxInt));
-    const std::vector<int> batch = f.integers("batch", 0, gb);
-    const std::vector<int> offset = f.integers("offset", 0, gb);
-    const std::vector<double> v = f.numbers("throughput", 0, kHuge);
-    f.number("predicted_epoch_s", 0, kHuge);
-    f.number("ideal_epoch_s", 0, kHuge);
-    f.boolean("changed");
-    f.text("reason");
-    const auto n = static_cast<std::size_t>(world());
-    if (gb != trace_.header.global_batch) {
-      f.fail("global batch " + std::to_string(gb) + " differs from the header's " +
-             std::to_string(trace_.header.global_batch));
-    }
-    if (batch.size() != n || offset.size() != n || (!v.empty() && v.size() != n)) {
-      f.fail("has " + std::to_string(batch.size()) + " batch sizes, " +
-             std::to_string(offset.size()) + " offsets and " + std::to_string(v.size()) +
-             " throughputs for " + std::to_string(n) + " ranks");
-    }
-    std::int64_t sum = 0;
-    for (const int b : batch) sum += b;
-    if (sum != gb) {
-      f.fail("batch sizes sum to " + std::to_string(sum) + ", not the global batch " +
-             std::to_string(gb));
-    }
+    const Fields f(j, where_ + ": plan record");
     PlanAt p;
-    p.step = step;
-    p.source = f.text_or("source", "");
-    try {
-      p.plan = trace::plan_from_record(j);
-    } catch (const InputError& e) {
-      f.fail(e.what());
+    p.step = f.integer("step", 0);
+    p.source = f.string_or("source", "");
+    p.plan = policy::plan_from_json(f);
+    const std::int64_t epoch = p.plan.epoch + 1;
+    if (p.plan.global_batch != trace_.header.settings.global_batch) {
+      f.fail("global batch " + std::to_string(p.plan.global_batch) + " differs from the header's " +
+             std::to_string(trace_.header.settings.global_batch));
     }
-    if (p.plan.throughput.empty()) p.plan.throughput.assign(n, 0.0);
-    if (step == 0) {
+    if (p.plan.world() != world()) {
+      f.fail("has " + std::to_string(p.plan.world()) + " ranks, the header " +
+             std::to_string(world()));
+    }
+    if (p.step == 0) {
       const auto [it, fresh] = start_.emplace(epoch - 1, p);
       if (!fresh || (open_ && open_->epoch == epoch - 1) ||
           (!trace_.epochs.empty() && trace_.epochs.back().epoch >= epoch - 1)) {
@@ -200,44 +173,45 @@ class Reader {
       return;
     }
     EpochRecords& e = epoch_for(f, epoch);
-    if (step <= e.plans.back().step) {
-      f.fail("re-plan at step " + std::to_string(step) + " does not follow the one at step " +
+    if (p.step <= e.plans.back().step) {
+      f.fail("re-plan at step " + std::to_string(p.step) + " does not follow the one at step " +
              std::to_string(e.plans.back().step));
     }
     e.plans.push_back(std::move(p));
   }
 
   void rank(const json& j) {
-    const Fields f(j, where_, "rank record");
-    const std::int64_t epoch = f.integer("epoch", 1, kMaxCount);
-    const int r = static_cast<int>(f.integer("rank", 0, world() - 1));
-    f.integer("batch", 0, kMaxInt);
-    f.integer("samples", 0, kMaxCount);
-    f.integer_or("steps", 0, 0, kMaxCount);
-    f.number("compute_s", 0, kHuge);
-    f.number("comm_s", 0, kHuge);
-    f.number_or("step_rate_median", 0, 0, kHuge);
-    EpochRecords& e = epoch_for(f, epoch);
+    const Fields f(j, where_ + ": rank record");
+    const policy::Report report = policy::report_from_json(f);
+    const int r = f.small("rank", 0, world() - 1);
+    EpochRecords& e = epoch_for(f, report.epoch + 1);
     if (seen_[static_cast<std::size_t>(r)] != 0) {
       f.fail("a second record for rank " + std::to_string(r) + " in epoch " +
-             std::to_string(epoch) + " (first at line " +
+             std::to_string(report.epoch + 1) + " (first at line " +
              std::to_string(seen_[static_cast<std::size_t>(r)]) + ")");
     }
     seen_[static_cast<std::size_t>(r)] = number_;
-    try {
-      e.reports[static_cast<std::size_t>(r)] = trace::report_from_record(j);
-    } catch (const InputError& ex) {
-      f.fail(ex.what());
-    }
+    e.reports[static_cast<std::size_t>(r)] = report;
   }
 
   void eval(const json& j) {
-    const Fields f(j, where_, "eval record");
-    const std::int64_t epoch = f.integer("epoch", 1, kMaxCount);
-    const double wall = f.number("wall_s", 0, kHuge);
+    const Fields f(j, where_ + ": eval record");
+    const std::int64_t epoch = f.integer("epoch", 1);
+    const double wall = f.number("wall_s", 0);
     const int replans = static_cast<int>(f.integer_or("replans", 0, 0, kMaxInt));
     if (!open_ || open_->epoch != epoch - 1) {
       f.fail("epoch " + std::to_string(epoch) + " has no rank records before its eval record");
+    }
+    if (f.has("missing") && !f.ints("missing", 0).empty()) {
+      // The daemon planned it at its report timeout: without every rank's record it cannot be
+      // replayed, nor can the epochs after it (replay needs consecutive epochs).
+      trace_.warnings.push_back(where_ + ": epoch " + std::to_string(epoch) +
+                                " lacks the reports of ranks " + f.need("missing").dump() +
+                                " (planned at the daemon's report timeout): it and the epochs "
+                                "after it are not replayed");
+      open_.reset();
+      stopped_ = true;
+      return;
     }
     for (int r = 0; r < world(); ++r) {
       if (seen_[static_cast<std::size_t>(r)] == 0) {
@@ -253,17 +227,10 @@ class Reader {
   }
 
   void disturbance(const json& j) {
-    const Fields f(j, where_, "disturbance record");
-    const std::int64_t epoch = f.integer("epoch", 1, kMaxCount);
-    Slowdown d;
-    d.rank = static_cast<int>(f.integer("rank", 0, world() - 1));
-    d.factor = f.number("factor", 1, kHuge);
-    d.from = f.number("from", 1, kHuge);
-    d.to = f.number("to", -kHuge, kHuge);
-    d.mode = f.text_or("mode", "sleep");
-    if (d.to >= 0 && d.to <= d.from) f.fail("'to' is not after 'from'");
-    EpochRecords& e = epoch_for(f, epoch);
-    for (const Slowdown& x : e.disturbances) {
+    const Fields f(j, where_ + ": disturbance record");
+    const Disturbance d = trace::disturbance_from_json(f, world());
+    EpochRecords& e = epoch_for(f, f.integer("epoch", 1));
+    for (const Disturbance& x : e.disturbances) {
       if (x == d) return;  // written again by a resumed run
     }
     e.disturbances.push_back(d);
@@ -279,6 +246,7 @@ class Reader {
   std::vector<int> seen_;                 // line of each rank's record in `open_` (0 = none)
   std::map<std::int64_t, PlanAt> start_;  // step-0 plans by (0-based) epoch
   std::map<std::string, int> unknown_types_;
+  bool stopped_ = false;  // the records from here on are not read
 };
 
 }  // namespace
@@ -309,12 +277,12 @@ Trace read_trace(const std::string& path, const ReadOptions& options) {
   return parse_trace(buf.str(), path, options);
 }
 
-std::vector<Slowdown> slowdowns_of(const Trace& trace) {
-  std::vector<Slowdown> out;
+std::vector<Disturbance> slowdowns_of(const Trace& trace) {
+  std::vector<Disturbance> out;
   for (const EpochRecords& e : trace.epochs) {
-    for (const Slowdown& d : e.disturbances) {
+    for (const Disturbance& d : e.disturbances) {
       bool known = false;
-      for (const Slowdown& x : out) known = known || x == d;
+      for (const Disturbance& x : out) known = known || x == d;
       if (!known) out.push_back(d);
     }
   }

@@ -19,16 +19,11 @@ namespace dbs::replay {
 
 // The header's config, the fields replay uses; `config` keeps all of it.
 struct Header {
+  int version = 0;            // of the trace format
   int world = 0;
-  int global_batch = 0;
-  std::int64_t train_samples = 0;  // N
-  std::int64_t params = 0;         // model parameters (0 = not recorded)
-  int epochs = 0;                  // epochs the run was asked for
-  std::string policy;              // policy spec the run used
-  int min_batch = 1;
-  int max_batch = 0;
-  double min_gain = 0.02;
-  int rebalance_every = 0;
+  policy::Settings settings;  // the run's; samples_per_epoch >= 1
+  std::int64_t params = 0;    // model parameters (0 = not recorded)
+  int epochs = 0;             // epochs the run was asked for (0 = not recorded)
   nlohmann::json config;
 };
 
@@ -37,7 +32,7 @@ struct EpochRecords {
   std::int64_t epoch = 0;               // counts from 0
   std::vector<PlanAt> plans;            // [0]: the plan it started under; then re-plans, by step
   std::vector<policy::Report> reports;  // one per rank, indexed by rank
-  std::vector<Slowdown> disturbances;   // ground truth of injected slowdowns active in it
+  std::vector<Disturbance> disturbances;  // ground truth of injected slowdowns active in it
   double wall_s = 0;                    // training time of the epoch (eval record)
   int replans = 0;                      // mid-epoch re-plans (eval record)
   int line = 0;                         // line of its eval record
@@ -59,7 +54,7 @@ Trace read_trace(const std::string& path, const ReadOptions& options = {});
 // The same over text already in memory; `name` stands for the file in messages.
 Trace parse_trace(std::string_view text, const std::string& name, const ReadOptions& options = {});
 
-// Every slowdown of the trace once, in order of first appearance.
-std::vector<Slowdown> slowdowns_of(const Trace& trace);
+// Every disturbance of the trace once, in order of first appearance.
+std::vector<Disturbance> slowdowns_of(const Trace& trace);
 
 }  // namespace dbs::replay

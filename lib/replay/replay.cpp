@@ -50,20 +50,22 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
     r.recorded_total_s += e.wall_s;
   }
 
-  const Header& h = trace.header;
-  SimConfig base;
-  base.min_batch = options.min_batch.value_or(h.min_batch);
-  base.max_batch = options.max_batch.value_or(h.max_batch);
-  base.min_gain = options.min_gain.value_or(h.min_gain);
-  base.rebalance_every = options.rebalance_every.value_or(h.rebalance_every);
-  if (base.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
-  const bool as_recorded = base.min_batch == h.min_batch && base.max_batch == h.max_batch &&
-                           base.min_gain == h.min_gain && base.rebalance_every == h.rebalance_every;
+  const policy::Settings& h = trace.header.settings;
+  nlohmann::json given = policy::to_json(h);
+  given.update(options.settings);
+  policy::Settings base;
+  try {
+    base = policy::settings_from_json(Fields(given, "replay settings"));
+  } catch (const FieldError& e) {
+    throw ConfigError(e.what());
+  }
+  base.policy = h.policy;
+  const bool as_recorded = base == h;
 
   std::vector<std::string> specs = options.policies;
   if (specs.empty()) specs.push_back(h.policy);
   for (const std::string& spec : specs) {
-    SimConfig c = base;
+    policy::Settings c = base;
     c.policy = spec;
     if (as_recorded && spec == h.policy && r.recorded < 0) {
       r.recorded = static_cast<int>(r.results.size());
@@ -87,7 +89,7 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
       it != r.results.end()) {
     r.baseline = *it;
   } else {
-    SimConfig c = base;
+    policy::Settings c = base;
     c.policy = "static";
     r.baseline = simulate(r.cluster, r.fit.cost, c);
   }

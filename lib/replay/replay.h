@@ -3,6 +3,7 @@
 // the recorded times.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,11 +15,9 @@
 namespace dbs::replay {
 
 struct ReplayOptions {
-  std::vector<std::string> policies;   // specs; empty = the policy the trace was recorded with
-  std::optional<int> rebalance_every;  // default: the trace's
-  std::optional<double> min_gain;      // default: the trace's
-  std::optional<int> min_batch;        // default: the trace's
-  std::optional<int> max_batch;        // default: the trace's
+  std::vector<std::string> policies;  // specs; empty = the policy the trace was recorded with
+  // Settings other than the trace's, in their JSON form: {"min_gain": 0.05, ...}.
+  nlohmann::json settings = nlohmann::json::object();
   CostOptions cost;
 };
 

@@ -72,7 +72,8 @@ std::string time_chart(const Replay& r) {
   for (const EpochRun& e : r.results.front().epochs) ideal.y.push_back(e.ideal_s);
   ideal.dashed = true;
   c.series.push_back(std::move(ideal));
-  chart::Series rec = series("recorded (" + r.header.policy + ")", "#000000", x, r.recorded_s);
+  chart::Series rec =
+      series("recorded (" + r.header.settings.policy + ")", "#000000", x, r.recorded_s);
   rec.dashed = true;
   rec.markers = true;
   c.series.push_back(std::move(rec));
@@ -89,7 +90,7 @@ std::string summary_table(const Replay& r) {
          "</td><td>" + std::to_string(res.changes) + "</td><td>" + fixed(r.speedup(res)) +
          "x</td></tr>\n";
   }
-  t += "<tr><td>recorded run (" + chart::escape(r.header.policy) + ")</td><td>" +
+  t += "<tr><td>recorded run (" + chart::escape(r.header.settings.policy) + ")</td><td>" +
        fixed(r.recorded_total_s) + "</td><td></td><td></td><td></td><td>" +
        (r.recorded >= 0 ? "replay error " + format("%.1f", 100 * r.error()) + "%" : std::string()) +
        "</td></tr>\n";
@@ -127,10 +128,11 @@ std::string html_report(const Replay& r) {
       "p.note{color:#555;font-size:90%}</style></head><body>\n";
   o += "<h1>dbs replay</h1>\n<p>Trace <code>" + chart::escape(r.path) +
        "</code>: " + std::to_string(h.world) + " ranks, global batch " +
-       std::to_string(h.global_batch) + ", " + std::to_string(h.train_samples) +
+       std::to_string(h.settings.global_batch) + ", " +
+       std::to_string(h.settings.samples_per_epoch) +
        " samples per epoch (" + std::to_string(r.cluster.steps()) + " steps), " +
        std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
-       chart::escape(h.policy) + "</code>.</p>\n";
+       chart::escape(h.settings.policy) + "</code>.</p>\n";
   o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) +
        ". Ideal: every step split in proportion to the throughputs, plus allreduce and "
        "overhead. Throughputs are the ground truth read from the trace; time runs in epochs of "

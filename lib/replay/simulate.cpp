@@ -43,7 +43,7 @@ struct Active {
 std::vector<Active> active_in(const Cluster& c, std::int64_t e) {
   const std::int64_t S = c.steps();
   std::vector<Active> out;
-  for (const Slowdown& d : c.slowdowns) {
+  for (const Disturbance& d : c.slowdowns) {
     const std::int64_t begin = first_step_at(e, S, d.from);
     const std::int64_t end = d.to < 0 ? S : first_step_at(e, S, d.to);
     if (begin < end) out.push_back({static_cast<std::size_t>(d.rank), d.factor, begin, end});
@@ -180,16 +180,11 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
   return run;
 }
 
-SimResult simulate(const Cluster& c, const CostModel& cost, const SimConfig& config) {
-  policy::PolicyConfig pc;
-  pc.world = c.world;
-  pc.global_batch = c.global_batch;
-  pc.samples_per_epoch = c.samples_per_epoch;
-  pc.min_batch = config.min_batch;
-  pc.max_batch = config.max_batch;
-  pc.min_gain = config.min_gain;
+SimResult simulate(const Cluster& c, const CostModel& cost, policy::Settings config) {
+  config.global_batch = c.global_batch;
+  config.samples_per_epoch = c.samples_per_epoch;
   // The planner the agent embeds: its plan in force is the simulated run's plan.
-  planner::Embedded planner(config.policy, pc);
+  planner::Embedded planner(config, c.world);
   const Replanner replan =
       [&planner](const policy::Plan& /*current*/, std::int64_t /*step*/,
                  std::span<const policy::Report> window) -> std::optional<policy::Plan> {

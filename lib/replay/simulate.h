@@ -53,16 +53,8 @@ std::vector<std::int64_t> rate_changes(const Cluster& cluster, std::int64_t epoc
 // Every rank's throughput (samples/s) at step `step` of epoch `epoch`.
 std::vector<double> rates_at(const Cluster& cluster, std::int64_t epoch, std::int64_t step);
 
-struct SimConfig {
-  std::string policy = "dbs";  // spec for policy::make_policy
-  int min_batch = 1;           // policy bounds and threshold (PolicyConfig)
-  int max_batch = 0;
-  double min_gain = 0.02;
-  int rebalance_every = 0;  // re-plan every K steps inside an epoch (0 = per epoch)
-};
-
 struct SimResult {
-  SimConfig config;
+  policy::Settings config;  // global_batch and samples_per_epoch: the cluster's
   std::vector<EpochRun> epochs;
   double total_s = 0;
   double ideal_s = 0;
@@ -70,8 +62,9 @@ struct SimResult {
   double efficiency() const { return total_s > 0 ? ideal_s / total_s : 0.0; }
 };
 
-// Runs every epoch of the cluster under the policy. Throws ConfigError for a bad policy spec or
-// bounds that do not fit the cluster.
-SimResult simulate(const Cluster& cluster, const CostModel& cost, const SimConfig& config);
+// Runs every epoch of the cluster under the policy of `settings` (its global batch and samples
+// per epoch replaced by the cluster's). Throws ConfigError for a bad policy spec or bounds that
+// do not fit the cluster.
+SimResult simulate(const Cluster& cluster, const CostModel& cost, policy::Settings settings);
 
 }  // namespace dbs::replay

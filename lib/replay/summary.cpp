@@ -53,7 +53,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string settings(const SimConfig& c) {
+std::string settings(const policy::Settings& c) {
   std::string s = c.rebalance_every > 0 ? format("re-plan every %d steps", c.rebalance_every)
                                         : std::string("re-plan per epoch");
   return s + format(", min gain %.3g%%, batch per rank %d..%s", 100 * c.min_gain, c.min_batch,
@@ -127,7 +127,7 @@ std::string compare(const Replay& r) {
     out += format(
         "recorded run (policy %s): simulated %s s, recorded %s s, error %s; same "
         "plans in %d of %zu epochs\n",
-        r.header.policy.c_str(),
+        r.header.settings.policy.c_str(),
         seconds(r.results[static_cast<std::size_t>(r.recorded)].total_s).c_str(),
         seconds(r.recorded_total_s).c_str(), percent(r.error()).c_str(), r.plans_matched,
         first.epochs.size());
@@ -158,8 +158,9 @@ std::string text_summary(const Replay& r) {
   std::string out = format(
       "replay of %s: %d ranks, global batch %d, %lld samples per epoch (%lld steps), %d "
       "epochs, recorded with policy %s\n",
-      r.path.c_str(), h.world, h.global_batch, static_cast<long long>(h.train_samples),
-      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), h.policy.c_str());
+      r.path.c_str(), h.world, h.settings.global_batch,
+      static_cast<long long>(h.settings.samples_per_epoch),
+      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), h.settings.policy.c_str());
   out += "model: " + describe_model(r) + "\n";
   out +=
       "ideal: every step split in proportion to the throughputs, plus allreduce and overhead\n\n";

@@ -10,14 +10,13 @@
 #include <sstream>
 
 #include "lib/common/error.h"
-#include "lib/replay/fields.h"
+#include "lib/common/fields.h"
 #include "lib/replay/simulate.h"
 #include "lib/trace/trace.h"
 
 namespace dbs::replay {
 namespace {
 
-using detail::Fields;
 using nlohmann::json;
 
 constexpr double kHuge = std::numeric_limits<double>::max();
@@ -51,13 +50,13 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
     for (const double s : f.numbers("speeds", 1e-300, kHuge)) out.push_back({"rank", 1, s * base});
     return out;
   }
-  const json& nodes = f.at("nodes");
+  const json& nodes = f.need("nodes");
   if (!nodes.is_array() || nodes.empty()) f.fail("'nodes' is not a non-empty array");
   for (std::size_t k = 0; k < nodes.size(); ++k) {
-    const Fields node(nodes[k], name, "nodes[" + std::to_string(k) + "]");
+    const Fields node(nodes[k], name + ": nodes[" + std::to_string(k) + "]");
     node.only({"name", "count", "speed", "throughput", "epoch_s"});
     NodeType t;
-    t.name = node.text_or("name", "node" + std::to_string(k));
+    t.name = node.string_or("name", "node" + std::to_string(k));
     t.count = static_cast<int>(node.integer_or("count", 1, 1, kMaxRanks));
     const int given =
         int{node.has("speed")} + int{node.has("throughput")} + int{node.has("epoch_s")};
@@ -72,25 +71,23 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
   return out;
 }
 
-std::vector<Slowdown> parse_slowdowns(const Fields& f, const std::string& name, int world) {
-  std::vector<Slowdown> out;
+std::vector<Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
+  std::vector<Disturbance> out;
   if (!f.has("disturbances")) return out;
-  const json& list = f.at("disturbances");
+  const json& list = f.need("disturbances");
   if (!list.is_array()) f.fail("'disturbances' is not an array");
   for (std::size_t k = 0; k < list.size(); ++k) {
-    const Fields d(list[k], name, "disturbances[" + std::to_string(k) + "]");
+    const Fields d(list[k], name + ": disturbances[" + std::to_string(k) + "]");
     d.only({"rank", "ranks", "factor", "from", "to"});
-    Slowdown s;
-    s.factor = d.number("factor", 1, kHuge);
-    s.from = d.number_or("from", 1, 1, kHuge);
-    s.to = d.number_or("to", -1, -kHuge, kHuge);
-    if (s.to >= 0 && s.to <= s.from) d.fail("'to' must be after 'from' (or < 0: never)");
     if (d.has("rank") == d.has("ranks")) d.fail("give exactly one of 'rank' and 'ranks'");
+    json one = d.value();  // the disturbance form, with rank 0 standing in for a list
+    if (d.has("ranks")) one.erase("ranks"), one["rank"] = 0;
+    Disturbance s = trace::disturbance_from_json(Fields(one, d.where()), world);
     std::vector<int> ranks;
     if (d.has("rank")) {
-      ranks.push_back(static_cast<int>(d.integer("rank", 0, world - 1)));
-    } else if (d.at("ranks").is_string()) {  // "first-last", inclusive
-      const std::string r = d.text("ranks");
+      ranks.push_back(s.rank);
+    } else if (d.need("ranks").is_string()) {  // "first-last", inclusive
+      const std::string r = d.string("ranks");
       int first = -1, last = -1;
       char tail = 0;
       if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 ||
@@ -100,7 +97,7 @@ std::vector<Slowdown> parse_slowdowns(const Fields& f, const std::string& name, 
       }
       for (int i = first; i <= last; ++i) ranks.push_back(i);
     } else {
-      ranks = d.integers("ranks", 0, world - 1);
+      ranks = d.ints("ranks", 0, world - 1);
     }
     for (const int r : ranks) {
       s.rank = r;
@@ -108,14 +105,6 @@ std::vector<Slowdown> parse_slowdowns(const Fields& f, const std::string& name, 
     }
   }
   return out;
-}
-
-std::string disturb_spec(const Slowdown& d) {
-  std::ostringstream os;
-  os << "rank=" << d.rank << ",factor=" << d.factor << ",from=" << d.from;
-  if (d.to >= 0) os << ",to=" << d.to;
-  os << ",mode=" << d.mode;
-  return os.str();
 }
 
 }  // namespace
@@ -127,32 +116,33 @@ int Spec::world() const {
 }
 
 Spec parse_spec(const json& j, const std::string& name) {
-  const Fields f(j, name, "synthetic spec");
+  const Fields f(j, name + ": synthetic spec");
   f.only({"epochs", "samples_per_epoch", "global_batch", "policy", "min_batch", "max_batch",
           "min_gain", "rebalance_every", "params", "latency_s", "bandwidth", "overhead_s", "noise",
           "seed", "base_throughput", "speeds", "nodes", "disturbances", "comment"});
   Spec s;
   s.epochs = static_cast<int>(f.integer("epochs", 1, 1'000'000));
-  s.samples_per_epoch =
-      f.integer_or("samples_per_epoch", s.samples_per_epoch, 1, 1'000'000'000'000);
-  s.global_batch = static_cast<int>(f.integer_or("global_batch", s.global_batch, 1, 1 << 30));
-  s.policy = f.text_or("policy", s.policy);
-  s.min_batch = static_cast<int>(f.integer_or("min_batch", s.min_batch, 1, 1 << 30));
-  s.max_batch = static_cast<int>(f.integer_or("max_batch", s.max_batch, 0, 1 << 30));
-  s.min_gain = f.number_or("min_gain", s.min_gain, 0, 0.999);
-  s.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
+  policy::Settings& p = s.settings;
+  p.samples_per_epoch =
+      f.integer_or("samples_per_epoch", p.samples_per_epoch, 1, 1'000'000'000'000);
+  p.global_batch = static_cast<int>(f.integer_or("global_batch", p.global_batch, 1, 1 << 30));
+  p.policy = f.string_or("policy", p.policy);
+  p.min_batch = static_cast<int>(f.integer_or("min_batch", p.min_batch, 1, 1 << 30));
+  p.max_batch = static_cast<int>(f.integer_or("max_batch", p.max_batch, 0, 1 << 30));
+  p.min_gain = f.number_or("min_gain", p.min_gain, 0, 0.999);
+  p.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
   s.params = f.integer_or("params", s.params, 0, 1'000'000'000'000);
   s.latency_s = f.number_or("latency_s", s.latency_s, 0, kHuge);
   s.bandwidth = f.number_or("bandwidth", s.bandwidth, 0, kHuge);
   s.overhead_s = f.number_or("overhead_s", s.overhead_s, 0, kHuge);
   s.noise = f.number_or("noise", 0, 0, 10);
   s.seed = static_cast<std::uint64_t>(f.integer_or("seed", 1, 0, kMaxRanks * 1000));
-  s.nodes = parse_nodes(f, name, s.samples_per_epoch);
+  s.nodes = parse_nodes(f, name, p.samples_per_epoch);
   const std::int64_t world = s.world();
   if (world > kMaxRanks) f.fail("more than " + std::to_string(kMaxRanks) + " ranks");
-  if (world * s.min_batch > s.global_batch) {
-    f.fail(std::to_string(world) + " ranks x min_batch " + std::to_string(s.min_batch) +
-           " do not fit in global_batch " + std::to_string(s.global_batch));
+  if (world * p.min_batch > p.global_batch) {
+    f.fail(std::to_string(world) + " ranks x min_batch " + std::to_string(p.min_batch) +
+           " do not fit in global_batch " + std::to_string(p.global_batch));
   }
   s.slowdowns = parse_slowdowns(f, name, static_cast<int>(world));
   s.source = j;
@@ -166,7 +156,7 @@ Spec read_spec(const std::string& path) {
   try {
     j = json::parse(in);
   } catch (const json::exception& e) {
-    throw InputError(path + ": not valid JSON: " + detail::json_message(e));
+    throw InputError(path + ": not valid JSON: " + json_message(e));
   }
   return parse_spec(j, path);
 }
@@ -174,8 +164,8 @@ Spec read_spec(const std::string& path) {
 Cluster cluster_of(const Spec& s) {
   Cluster c;
   c.world = s.world();
-  c.global_batch = s.global_batch;
-  c.samples_per_epoch = s.samples_per_epoch;
+  c.global_batch = s.settings.global_batch;
+  c.samples_per_epoch = s.settings.samples_per_epoch;
   c.slowdowns = s.slowdowns;
   std::vector<double> speed;
   for (const NodeType& t : s.nodes) speed.insert(speed.end(), t.count, t.throughput);
@@ -201,79 +191,55 @@ CostModel cost_of(const Spec& s) {
 
 std::string synthesize(const Spec& s) {
   const Cluster c = cluster_of(s);
-  const SimResult r =
-      simulate(c, cost_of(s), {s.policy, s.min_batch, s.max_batch, s.min_gain, s.rebalance_every});
+  const SimResult r = simulate(c, cost_of(s), s.settings);
   json hosts = json::array(), disturb = json::array();
   for (const NodeType& t : s.nodes) {
     for (int k = 0; k < t.count; ++k) hosts.push_back(t.name + "-" + std::to_string(k));
   }
-  for (const Slowdown& d : s.slowdowns) disturb.push_back(disturb_spec(d));
-  const json config = {{"model", "synthetic"},
-                       {"params", s.params},
-                       {"world", c.world},
-                       {"hosts", hosts},
-                       {"threads", 0},
-                       {"global_batch", s.global_batch},
-                       {"epochs", s.epochs},
-                       {"optimizer", "none"},
-                       {"lr", 0},
-                       {"seed", s.seed},
-                       {"train_samples", s.samples_per_epoch},
-                       {"test_samples", 0},
-                       {"policy", s.policy},
-                       {"min_batch", s.min_batch},
-                       {"max_batch", s.max_batch},
-                       {"min_gain", s.min_gain},
-                       {"rebalance_every", s.rebalance_every},
-                       {"allreduce", "model"},
-                       {"disturb", disturb},
-                       {"synthetic", s.source}};
+  for (const Disturbance& d : s.slowdowns) disturb.push_back(to_string(d));
+  const json config = trace::run_config(s.settings, c.world,
+                                        {{"model", "synthetic"},
+                                         {"params", s.params},
+                                         {"hosts", hosts},
+                                         {"threads", 0},
+                                         {"epochs", s.epochs},
+                                         {"optimizer", "none"},
+                                         {"lr", 0},
+                                         {"seed", s.seed},
+                                         {"test_samples", 0},
+                                         {"allreduce", "model"},
+                                         {"disturb", disturb},
+                                         {"synthetic", s.source}});
   const auto rounded = [](policy::Plan p) {
     for (double& v : p.throughput) v = round_sig(v, 7);
     p.predicted_epoch_s = round_sig(p.predicted_epoch_s, 7);
     p.ideal_epoch_s = round_sig(p.ideal_epoch_s, 7);
     return p;
   };
-  std::string out = trace::header(config).dump() + "\n";
-  out +=
-      trace::plan_record(rounded(r.epochs.front().plans.front().plan), 0, "initial").dump() + "\n";
+  const auto line = [](const json& record) { return record.dump() + "\n"; };
+  std::string out = line(trace::header(config));
+  out += line(trace::plan_record(rounded(r.epochs.front().plans.front().plan), 0, "initial"));
   for (std::size_t e = 0; e < r.epochs.size(); ++e) {
     const EpochRun& run = r.epochs[e];
-    const auto E = static_cast<double>(e + 1);  // 1-based, as the agent's overlap test
-    for (const Slowdown& d : s.slowdowns) {
-      if (!(d.from < E + 1 && (d.to < 0 || d.to > E))) continue;
-      out += json{{"type", "disturbance"}, {"epoch", e + 1}, {"rank", d.rank}, {"factor", d.factor},
-                  {"from", d.from},        {"to", d.to},     {"mode", d.mode}}
-                 .dump() +
-             "\n";
-    }
-    for (std::size_t k = 1; k < run.plans.size(); ++k) {
-      out += trace::plan_record(rounded(run.plans[k].plan), run.plans[k].step, "rebalance").dump() +
-             "\n";
-    }
+    const auto epoch = static_cast<std::int64_t>(e);
+    for (const Disturbance& d : s.slowdowns)
+      if (d.overlaps(epoch)) out += line(trace::disturbance_record(d, epoch));
+    for (std::size_t k = 1; k < run.plans.size(); ++k)
+      out += line(trace::plan_record(rounded(run.plans[k].plan), run.plans[k].step, "rebalance"));
     double sum_v = 0;
     for (policy::Report rep : run.reports) {
       rep.compute_s = round_sig(rep.compute_s, 7);
       rep.comm_s = round_sig(rep.comm_s, 7);
       rep.step_rate_median = round_sig(rep.step_rate_median, 7);
       json j = trace::rank_record(rep, hosts[static_cast<std::size_t>(rep.rank)]);
-      const double v = rep.compute_s > 0 ? round_sig(rep.samples / rep.compute_s, 7) : 0.0;
-      j["throughput"] = v;
-      sum_v += v;
-      out += j.dump() + "\n";
+      j["throughput"] = round_sig(rep.throughput(), 7);
+      sum_v += j["throughput"].get<double>();
+      out += line(j);
     }
-    const auto n = static_cast<double>(s.samples_per_epoch);
-    const double wall = round_sig(run.time_s, 7), ideal = sum_v > 0 ? n / sum_v : 0.0;
-    out += json{{"type", "eval"},
-                {"epoch", e + 1},
-                {"wall_s", wall},
-                {"images_per_s", round_sig(n / wall, 7)},
-                {"ideal_s", round_sig(ideal, 7)},
-                {"efficiency", round_sig(ideal / wall, 7)},
-                {"replans", run.replans}}
-               .dump() +
-           "\n";
-    out += trace::plan_record(rounded(run.next), 0, "embedded").dump() + "\n";
+    out += line(trace::eval_record(epoch, round_sig(run.time_s, 7),
+                                   static_cast<double>(s.settings.samples_per_epoch), sum_v,
+                                   run.replans));
+    out += line(trace::plan_record(rounded(run.next), 0, "embedded"));
   }
   return out;
 }

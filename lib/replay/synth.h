@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/policy/plan.h"
 #include "lib/replay/model.h"
 
 namespace dbs::replay {
@@ -21,13 +22,8 @@ struct NodeType {
 
 struct Spec {
   int epochs = 0;
-  std::int64_t samples_per_epoch = 60000;  // N
-  int global_batch = 128;                  // B
-  std::string policy = "dbs";              // the policy the synthetic run records
-  int min_batch = 1;
-  int max_batch = 0;
-  double min_gain = 0.02;
-  int rebalance_every = 0;
+  // The policy the synthetic run records, with N = 60000 and B = 128 unless given.
+  policy::Settings settings{"dbs", 128, 60000};
   std::int64_t params = 690590;  // model size: 4 bytes each in every allreduce
   double latency_s = 20e-6;      // ring allreduce latency per message
   double bandwidth = 1.25e9;     // bytes/s (0 = infinite)
@@ -35,7 +31,7 @@ struct Spec {
   double noise = 0;              // sd of log throughput, drawn per rank and epoch
   std::uint64_t seed = 1;
   std::vector<NodeType> nodes;  // ranks in this order
-  std::vector<Slowdown> slowdowns;
+  std::vector<Disturbance> slowdowns;
   nlohmann::json source;  // the spec as given (copied into the header)
 
   int world() const;

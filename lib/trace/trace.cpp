@@ -11,72 +11,48 @@ namespace dbs::trace {
 
 using nlohmann::json;
 
+json run_config(const policy::Settings& settings, int world, json run) {
+  run.update(policy::to_json(settings));
+  run["world"] = world;
+  return run;
+}
+
 json header(const json& config) {
   return {{"type", "header"}, {"format", kFormat}, {"version", kVersion}, {"config", config}};
 }
 
 json plan_record(const policy::Plan& p, std::int64_t step, const std::string& source) {
-  return {{"type", "plan"},
-          {"epoch", p.epoch + 1},
-          {"step", step},
-          {"global_batch", p.global_batch},
-          {"batch", p.batch},
-          {"offset", p.offset},
-          {"throughput", p.throughput},
-          {"predicted_epoch_s", p.predicted_epoch_s},
-          {"ideal_epoch_s", p.ideal_epoch_s},
-          {"changed", p.changed},
-          {"reason", p.reason},
-          {"source", source}};
+  json j = policy::to_json(p);
+  j["type"] = "plan";
+  j["step"] = step;
+  j["source"] = source;
+  return j;
 }
 
 json rank_record(const policy::Report& r, const std::string& host) {
-  return {{"type", "rank"},
-          {"epoch", r.epoch + 1},
-          {"rank", r.rank},
-          {"host", host},
-          {"batch", r.batch},
-          {"samples", r.samples},
-          {"steps", r.steps},
-          {"compute_s", r.compute_s},
-          {"comm_s", r.comm_s},
-          {"throughput", r.compute_s > 0 ? static_cast<double>(r.samples) / r.compute_s : 0.0},
-          {"step_rate_median", r.step_rate_median}};
+  json j = policy::to_json(r);
+  j["type"] = "rank";
+  j["host"] = host;
+  j["throughput"] = r.throughput();
+  return j;
 }
 
-policy::Plan plan_from_record(const json& j) {
-  try {
-    policy::Plan p;
-    p.epoch = j.at("epoch").get<std::int64_t>() - 1;
-    p.global_batch = j.at("global_batch").get<int>();
-    p.batch = j.at("batch").get<std::vector<int>>();
-    p.offset = j.at("offset").get<std::vector<int>>();
-    p.throughput = j.at("throughput").get<std::vector<double>>();
-    p.predicted_epoch_s = j.at("predicted_epoch_s").get<double>();
-    p.ideal_epoch_s = j.at("ideal_epoch_s").get<double>();
-    p.changed = j.at("changed").get<bool>();
-    p.reason = j.at("reason").get<std::string>();
-    return p;
-  } catch (const json::exception& e) {
-    throw InputError(std::string("plan record: ") + e.what());
-  }
+json disturbance_record(const Disturbance& d, std::int64_t epoch) {
+  json j = to_json(d);
+  j["type"] = "disturbance";
+  j["epoch"] = epoch + 1;
+  return j;
 }
 
-policy::Report report_from_record(const json& j) {
-  try {
-    policy::Report r;
-    r.epoch = j.at("epoch").get<std::int64_t>() - 1;
-    r.rank = j.at("rank").get<int>();
-    r.batch = j.at("batch").get<int>();
-    r.samples = j.at("samples").get<std::int64_t>();
-    r.steps = j.value("steps", std::int64_t{0});
-    r.compute_s = j.at("compute_s").get<double>();
-    r.comm_s = j.at("comm_s").get<double>();
-    r.step_rate_median = j.value("step_rate_median", 0.0);
-    return r;
-  } catch (const json::exception& e) {
-    throw InputError(std::string("rank record: ") + e.what());
-  }
+json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v, int replans) {
+  const double ideal = sum_v > 0 ? samples / sum_v : 0.0;
+  return {{"type", "eval"},
+          {"epoch", epoch + 1},
+          {"wall_s", wall_s},
+          {"images_per_s", wall_s > 0 ? samples / wall_s : 0.0},
+          {"ideal_s", ideal},
+          {"efficiency", wall_s > 0 ? ideal / wall_s : 0.0},
+          {"replans", replans}};
 }
 
 Writer::Writer(const std::string& path, const json& head, bool append) : path_(path) {

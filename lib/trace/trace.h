@@ -1,7 +1,8 @@
 // Trace files: versioned JSONL (format in traces/README.md). The first line is a header naming
-// the format, its version and the run's configuration; every later line is one record with a
-// "type": rank, plan, eval or disturbance. Epochs in traces count from 1 (the structs in memory
-// count from 0).
+// the format, its version and the run's configuration (the policy Settings, the world size and
+// what else the recorder knows); every later line is one record with a "type": rank, plan, eval
+// or disturbance, written by the functions below whoever records (the agent, the daemon,
+// replay --synthesize). Epochs in traces count from 1 (the structs in memory count from 0).
 #pragma once
 
 #include <cstdio>
@@ -10,18 +11,27 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/policy/plan.h"
+#include "lib/trace/disturbance.h"
 
 namespace dbs::trace {
 
 inline constexpr const char* kFormat = "dbs-trace";
-inline constexpr int kVersion = 1;
+// 2: the header's config holds the Settings form (samples_per_epoch; version 1 said
+// train_samples). Readers read both.
+inline constexpr int kVersion = 2;
 
+// A header's config: `run` (model, hosts, ...: what the recorder knows) with the settings' JSON
+// form and world added.
+nlohmann::json run_config(const policy::Settings& settings, int world, nlohmann::json run);
 nlohmann::json header(const nlohmann::json& config);
 // A plan record for `plan.epoch`; step > 0 marks a re-plan inside the epoch.
 nlohmann::json plan_record(const policy::Plan& plan, std::int64_t step, const std::string& source);
 nlohmann::json rank_record(const policy::Report& report, const std::string& host);
-policy::Plan plan_from_record(const nlohmann::json& record);    // throws InputError
-policy::Report report_from_record(const nlohmann::json& record);
+nlohmann::json disturbance_record(const Disturbance& d, std::int64_t epoch);
+// The end of an epoch: its training time wall_s and what follows from it for `samples` samples
+// computed by ranks of summed throughput sum_v (ideal_s = samples / sum_v).
+nlohmann::json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v,
+                           int replans);
 
 // Appends records to a trace file, one JSON object per line. Lines are written whole; flush()
 // makes them durable (called once per epoch).

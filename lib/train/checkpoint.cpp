@@ -15,6 +15,8 @@
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "lib/common/fields.h"
+#include "lib/policy/plan.h"
 #include "lib/trace/trace.h"
 #include "lib/train/state.h"
 
@@ -182,7 +184,7 @@ void save_checkpoint(const State& st) {
   const nlohmann::json meta = {{"identity", identity(st)},
                                {"world", st.comm.size()},
                                {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                               {"plan", trace::plan_record(st.planner->plan(), 0, "checkpoint")},
+                               {"plan", policy::to_json(st.planner->plan())},
                                {"policy_state", st.planner->state()},
                                {"results", results}};
   const std::string js = meta.dump();
@@ -244,7 +246,7 @@ Resumed load_checkpoint(State& st) {
   st.optimizer->load(opt);
   const auto next = p.meta.at("next_epoch").get<std::int64_t>();
   if (p.world == world) {
-    st.planner->set_state(trace::plan_from_record(p.meta.at("plan")),
+    st.planner->set_state(policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
                           p.meta.at("policy_state").get<std::vector<double>>());
   } else {
     // The plan and the policy's per-rank estimates are of the old ranks: start them afresh.

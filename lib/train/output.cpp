@@ -42,25 +42,18 @@ nlohmann::json config_json(const State& st) {
   const Config& c = st.config;
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
-  return {{"model", c.model},
-          {"params", st.model->param_count()},
-          {"world", st.comm.size()},
-          {"hosts", st.hosts},
-          {"threads", c.threads},
-          {"global_batch", c.global_batch},
-          {"epochs", c.epochs},
-          {"optimizer", c.optimizer},
-          {"lr", c.schedule.base_lr},
-          {"seed", c.seed},
-          {"train_samples", st.train.n},
-          {"test_samples", st.test.n},
-          {"policy", c.policy},
-          {"min_batch", c.min_batch},
-          {"max_batch", c.max_batch},
-          {"min_gain", c.min_gain},
-          {"rebalance_every", c.rebalance_every},
-          {"allreduce", c.allreduce},
-          {"disturb", dist}};
+  return trace::run_config(settings_of(c, st.train.n), st.comm.size(),
+                           {{"model", c.model},
+                            {"params", st.model->param_count()},
+                            {"hosts", st.hosts},
+                            {"threads", c.threads},
+                            {"epochs", c.epochs},
+                            {"optimizer", c.optimizer},
+                            {"lr", c.schedule.base_lr},
+                            {"seed", c.seed},
+                            {"test_samples", st.test.n},
+                            {"allreduce", c.allreduce},
+                            {"disturb", dist}});
 }
 
 void print_header(const State& st) {

@@ -68,14 +68,8 @@ std::vector<policy::Report> gather_reports(comm::Communicator& comm, const polic
 }
 
 void trace_disturbances(State& st, std::int64_t epoch) {
-  for (const auto& d : st.config.disturbances) {
-    const double e = static_cast<double>(epoch + 1);  // 1-based, as in --disturb
-    const bool overlaps = d.from < e + 1 && (d.to < 0 || d.to > e);
-    if (!overlaps) continue;
-    st.trace->write({{"type", "disturbance"}, {"epoch", epoch + 1}, {"rank", d.rank},
-                     {"factor", d.factor}, {"from", d.from}, {"to", d.to},
-                     {"mode", d.mode == Disturbance::Mode::sleep ? "sleep" : "hog"}});
-  }
+  for (const auto& d : st.config.disturbances)
+    if (d.overlaps(epoch)) st.trace->write(trace::disturbance_record(d, epoch));
 }
 
 data::Dataset take(data::Dataset&& d, std::size_t limit) {
@@ -94,8 +88,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
   st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
   if (st.planner == nullptr) {
-    st.own_planner = std::make_unique<planner::Embedded>(cfg.policy,
-                                                         policy_config(cfg, world, st.train.n));
+    st.own_planner = std::make_unique<planner::Embedded>(settings_of(cfg, st.train.n), world);
     st.planner = st.own_planner.get();
   }
   st.hosts = gather_hosts(comm);
@@ -127,7 +120,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     r.images_per_s = static_cast<double>(es.samples) / es.wall_s;
     double sum_v = 0.0;
     for (const auto& rep : reports) {
-      const double v = rep.compute_s > 0 ? static_cast<double>(rep.samples) / rep.compute_s : 0.0;
+      const double v = rep.throughput();
       r.throughput.push_back(v);
       sum_v += v;
     }

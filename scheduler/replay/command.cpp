@@ -98,19 +98,19 @@ void add_replay_command(CLI::App& app, Action& action) {
                   "policy to simulate: dbs, static or fixed:b0,b1,... (default: the trace's)");
   cmd->add_option("--compare", o->compare, "policies side by side, e.g. dbs,static");
   cmd->add_option_function<int>(
-         "--rebalance-every", [o](const int& k) { o->replay.rebalance_every = k; },
+         "--rebalance-every", [o](const int& k) { o->replay.settings["rebalance_every"] = k; },
          "re-plan every K steps inside an epoch, 0 = per epoch (default: the trace's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option_function<double>(
-         "--min-gain", [o](const double& g) { o->replay.min_gain = g; },
+         "--min-gain", [o](const double& g) { o->replay.settings["min_gain"] = g; },
          "keep the plan below this predicted gain (default: the trace's)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option_function<int>(
-         "--min-batch", [o](const int& b) { o->replay.min_batch = b; },
+         "--min-batch", [o](const int& b) { o->replay.settings["min_batch"] = b; },
          "smallest per-rank batch (default: the trace's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option_function<int>(
-         "--max-batch", [o](const int& b) { o->replay.max_batch = b; },
+         "--max-batch", [o](const int& b) { o->replay.settings["max_batch"] = b; },
          "largest per-rank batch, 0 = global batch (default: the trace's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option_function<double>(

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "lib/common/fields.h"
 #include "lib/common/format.h"
 #include "lib/common/error.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/protocol.h"
 #include "lib/trace/trace.h"
 
 namespace dbs::scheduler {
@@ -28,17 +30,13 @@ std::string missing_note(const std::vector<int>& missing, double timeout_s) {
          format_seconds(timeout_s) + ": planned from " + (one ? "its" : "their") + " last report";
 }
 
-double rate(const policy::Report& r) {
-  return r.compute_s > 0 ? static_cast<double>(r.samples) / r.compute_s : 0.0;
-}
-
 }  // namespace
 
-Job::Job(std::string id, int world, proto::JobConfig config)
+Job::Job(std::string id, int world, policy::Settings config)
     : id_(std::move(id)),
       world_(world),
       config_(std::move(config)),
-      policy_(policy::make_policy(config_.policy, config_.policy_config(world))),
+      policy_(policy::make_policy(config_, world)),
       initial_(policy_->initial()),
       plan_(initial_),
       pending_(static_cast<std::size_t>(world)),
@@ -131,7 +129,7 @@ void Job::commit(const EpochOutcome& o) {
     const auto i = static_cast<std::size_t>(r.rank);
     last_[i] = r;
     h.batch[i] = r.batch;
-    h.throughput[i] = rate(r);
+    h.throughput[i] = r.throughput();
     samples += static_cast<double>(r.samples);
     sum_v += h.throughput[i];
     slowest = std::max(slowest, r.compute_s + r.comm_s);
@@ -155,53 +153,45 @@ json outcome_json(const std::string& job, const EpochOutcome& o,
                   const std::vector<std::string>& hosts) {
   json reports = json::array();
   for (const auto& r : o.reports) {
-    json j = proto::report_json(r);
+    json j = policy::to_json(r);
     j["host"] = hosts[static_cast<std::size_t>(r.rank)];
     reports.push_back(std::move(j));
   }
   return {{"type", "epoch"},        {"job", job},           {"epoch", o.epoch + 1},
-          {"reports", reports},     {"missing", o.missing}, {"plan", proto::plan_json(o.plan)},
+          {"reports", reports},     {"missing", o.missing}, {"plan", policy::to_json(o.plan)},
           {"state", o.policy_state}};
 }
 
 EpochOutcome outcome_from_json(const json& j, int world) {
-  const auto bad = [](const std::string& why) {
-    throw proto::ProtocolError(proto::ErrorCode::invalid, "epoch record: " + why);
-  };
-  if (!j.contains("epoch") || !j["epoch"].is_number_integer() || j["epoch"].get<std::int64_t>() < 1)
-    bad("no valid 'epoch'");
+  const Fields f(j, "epoch record");
   EpochOutcome o;
-  o.epoch = j["epoch"].get<std::int64_t>() - 1;
-  if (!j.contains("reports") || !j["reports"].is_array()) bad("no 'reports' array");
-  for (const auto& r : j["reports"]) {
-    o.reports.push_back(proto::report_from_json(r));
-    if (o.reports.back().rank >= world)
-      bad("report of rank " + std::to_string(o.reports.back().rank));
-  }
-  if (!j.contains("missing") || !j["missing"].is_array()) bad("no 'missing' array");
-  for (const auto& m : j["missing"]) {
-    if (!m.is_number_integer() || m.get<int>() < 0 || m.get<int>() >= world) bad("bad 'missing'");
-    o.missing.push_back(m.get<int>());
-  }
-  if (!j.contains("plan")) bad("no 'plan'");
-  o.plan = proto::plan_from_json(j["plan"]);
-  if (o.plan.world() != world) bad("plan of " + std::to_string(o.plan.world()) + " ranks");
-  if (!j.contains("state") || !j["state"].is_array()) bad("no 'state' array");
-  for (const auto& x : j["state"]) {
-    if (!x.is_number()) bad("bad 'state'");
-    o.policy_state.push_back(x.get<double>());
-  }
+  o.epoch = f.integer("epoch", 1) - 1;
+  const json& reports = f.need("reports");
+  if (!reports.is_array()) f.fail("field 'reports' must be an array");
+  for (const auto& r : reports)
+    o.reports.push_back(policy::report_from_json(Fields(r, "epoch record: report")));
+  for (const auto& r : o.reports)
+    if (r.rank >= world) f.fail("report of rank " + std::to_string(r.rank));
+  o.missing = f.ints("missing", 0, world - 1);
+  o.plan = policy::plan_from_json(f.object("plan"));
+  if (o.plan.world() != world) f.fail("plan of " + std::to_string(o.plan.world()) + " ranks");
+  o.policy_state = f.numbers("state");
   return o;
 }
 
 std::string trace_lines(const EpochOutcome& o, const std::vector<std::string>& hosts) {
   std::string out;
+  double samples = 0, sum_v = 0, wall_s = 0;
   for (const auto& r : o.reports) {
-    out += trace::rank_record(r, hosts[static_cast<std::size_t>(r.rank)]).dump();
-    out += '\n';
+    out += trace::rank_record(r, hosts[static_cast<std::size_t>(r.rank)]).dump() + '\n';
+    samples += static_cast<double>(r.samples);
+    sum_v += r.throughput();
+    wall_s = std::max(wall_s, r.compute_s + r.comm_s);
   }
-  out += trace::plan_record(o.plan, 0, "daemon").dump();
-  out += '\n';
+  json eval = trace::eval_record(o.epoch, wall_s, samples, sum_v, 0);
+  if (!o.missing.empty()) eval["missing"] = o.missing;
+  out += eval.dump() + '\n';
+  out += trace::plan_record(o.plan, 0, "daemon").dump() + '\n';
   return out;
 }
 

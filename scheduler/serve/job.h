@@ -41,7 +41,7 @@ class Job {
   std::size_t history_kept() const;                      // epochs kept for this world
 
   // Throws ConfigError when the policy spec or config is invalid.
-  Job(std::string id, int world, proto::JobConfig config);
+  Job(std::string id, int world, policy::Settings config);
 
   // A validated report of rank r (0 <= r < world). Throws ProtocolError(state) for an epoch
   // older than the one just planned. A report of a later epoch than expected moves the job
@@ -58,7 +58,7 @@ class Job {
 
   const std::string& id() const { return id_; }
   int world() const { return world_; }
-  const proto::JobConfig& config() const { return config_; }
+  const policy::Settings& config() const { return config_; }
   const policy::Plan& current() const { return plan_; }  // the plan of the running epoch
   const policy::Plan& initial() const { return initial_; }
   std::int64_t reports() const { return reports_; }  // reports planned from
@@ -75,7 +75,7 @@ class Job {
  private:
   std::string id_;
   int world_;
-  proto::JobConfig config_;
+  policy::Settings config_;
   std::unique_ptr<policy::Policy> policy_;
   policy::Plan initial_, plan_;
   std::vector<policy::Report> pending_, last_;
@@ -89,7 +89,11 @@ class Job {
 // Journal and trace forms of an outcome (the journal's "epoch" record; lib/trace records).
 nlohmann::json outcome_json(const std::string& job, const EpochOutcome& outcome,
                             const std::vector<std::string>& hosts);
-EpochOutcome outcome_from_json(const nlohmann::json& record, int world);  // throws ProtocolError
+EpochOutcome outcome_from_json(const nlohmann::json& record, int world);  // throws FieldError
+// The rank records, an eval record and the plan record. The daemon sees no clock of the ranks:
+// the eval record's wall_s is the slowest rank's compute_s + comm_s, which leaves out the
+// per-step work outside both (optimizer update, data). An epoch planned without some ranks'
+// reports has "missing" in its eval record.
 std::string trace_lines(const EpochOutcome& outcome, const std::vector<std::string>& hosts);
 
 }  // namespace dbs::scheduler

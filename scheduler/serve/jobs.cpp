@@ -17,11 +17,6 @@ namespace {
 using proto::ErrorCode;
 using proto::ProtocolError;
 
-net::Message plan_message(const Job& job) {
-  return std::make_shared<const std::string>(
-      proto::encode(proto::PlanMsg{job.id(), job.current()}));
-}
-
 }  // namespace
 
 LiveJob::LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j, std::uint64_t n)
@@ -37,12 +32,18 @@ int LiveJob::connected() const {
   return n;
 }
 
+void LiveJob::set_plan(policy::Plan durable) {
+  plan = std::make_shared<const proto::PlanLines>(job->id(), std::move(durable));
+}
+
+void LiveJob::send_plan(int rank) const {
+  net::LineSession* s = sessions[static_cast<std::size_t>(rank)];
+  if (s != nullptr && plan != nullptr) s->send(std::make_shared<const std::string>(plan->line(rank)));
+}
+
 std::string trace_start(const Job& job) {
-  nlohmann::json config = proto::config_json(job.config());
-  config["job"] = job.id();
-  config["world"] = job.world();
-  config["recorder"] = "dbs-scheduler serve";
-  return trace::header(config).dump() + "\n" +
+  const nlohmann::json run = {{"job", job.id()}, {"recorder", "dbs-scheduler serve"}};
+  return trace::header(trace::run_config(job.config(), job.world(), run)).dump() + "\n" +
          trace::plan_record(job.initial(), 0, "initial").dump() + "\n";
 }
 
@@ -89,14 +90,14 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m) {
   const nlohmann::json record = {{"type", "job"},
                                  {"job", m.job},
                                  {"world", m.world},
-                                 {"config", proto::config_json(*m.config)},
-                                 {"initial", proto::plan_json(live.job->initial())}};
+                                 {"config", policy::to_json(*m.config)},
+                                 {"initial", policy::to_json(live.job->initial())}};
   Journal::Entry e;
   e.line = record.dump() + "\n";
   e.job = m.job;
   e.trace = trace_start(*live.job);
   e.new_trace = true;
-  e.done = deliver(m.job, plan_message(*live.job), live.job->current().epoch);
+  e.done = deliver(m.job, live.job->current());
   journal_.append(std::move(e));
   log::info("job '" + m.job + "' created: " + std::to_string(m.world) + " ranks, policy " +
             net::printable(m.config->policy) + ", global batch " +
@@ -124,7 +125,7 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   live.job->set_host(m.rank, m.host);
   peer = {m.job, m.rank, live.serial};
   session.set_registered(idle_s);
-  if (live.plan_msg) session.send(live.plan_msg);
+  live.send_plan(m.rank);
 }
 
 void JobTable::on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m) {
@@ -157,8 +158,8 @@ void JobTable::on_report(net::LineSession& session, const Peer& peer, const prot
       plan_epoch(live);
       break;
     case Job::Accepted::duplicate:  // a resend after a reconnect: the plan made from it
-      if (live.plan_msg && live.durable_epoch == live.job->current().epoch)
-        session.send(live.plan_msg);
+      if (live.plan && live.plan->plan().epoch == live.job->current().epoch)
+        live.send_plan(peer.rank);
       break;
   }
 }
@@ -191,10 +192,8 @@ void JobTable::plan_epoch(LiveJob& live) {
               "report timeout: " + net::printable(o.plan.reason));
   log::debug("job '" + job.id() + "' epoch " + std::to_string(o.plan.epoch + 1) + ": " +
              net::printable(o.plan.reason));
-  const auto msg =
-      std::make_shared<const std::string>(proto::encode(proto::PlanMsg{job.id(), o.plan}));
-  const std::int64_t planned = o.plan.epoch;
   Journal::Entry e;
+  e.done = deliver(job.id(), o.plan);
   if (journal_.enabled()) {  // without a state directory there is nothing to write
     e.job = job.id();
     auto shared = std::make_shared<const std::pair<EpochOutcome, std::vector<std::string>>>(
@@ -206,20 +205,16 @@ void JobTable::plan_epoch(LiveJob& live) {
       entry.trace = trace_lines(shared->first, shared->second);
     };
   }
-  e.done = deliver(job.id(), msg, planned);
   journal_.append(std::move(e));
 }
 
-std::function<void()> JobTable::deliver(const std::string& job, net::Message msg,
-                                        std::int64_t epoch) {
-  return [this, job, msg = std::move(msg), epoch] {
+std::function<void()> JobTable::deliver(const std::string& job, policy::Plan plan) {
+  return [this, job, plan = std::move(plan)] {
     const auto it = jobs_.find(job);
     if (it == jobs_.end()) return;
     LiveJob& live = *it->second;
-    live.plan_msg = msg;
-    live.durable_epoch = epoch;
-    for (auto* s : live.sessions)
-      if (s != nullptr) s->send(msg);
+    live.set_plan(plan);
+    for (int r = 0; r < live.job->world(); ++r) live.send_plan(r);
   };
 }
 

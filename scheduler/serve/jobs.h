@@ -13,7 +13,7 @@
 
 #include "lib/net/asio.h"
 #include "lib/net/session.h"
-#include "lib/proto/messages.h"
+#include "lib/proto/codec.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
 #include "scheduler/serve/state_dir.h"
@@ -35,10 +35,12 @@ struct LiveJob {
   std::vector<char> done;                                // ranks that said goodbye with done
   net::asio::steady_timer timer;                         // report timeout of the running epoch
   net::Clock::time_point last_seen = net::Clock::now();  // a rank was last connected
-  net::Message plan_msg;                                 // the last durable plan, encoded
-  std::int64_t durable_epoch = -1;                       // plan_msg's epoch (0-based)
+  std::shared_ptr<const proto::PlanLines> plan;          // the last durable plan (or none)
   bool finished = false;
   int connected() const;
+  void set_plan(policy::Plan durable);
+  // Sends `rank` its share of the durable plan (protocol.h, step 4), if connected.
+  void send_plan(int rank) const;
 };
 
 struct JobLimits {
@@ -92,7 +94,7 @@ class JobTable {
   void finish(LiveJob& live, const std::string& why);
   void sweep();
   // Runs on the io thread once the plan is journalled: remember it and send it to the ranks.
-  std::function<void()> deliver(const std::string& job, net::Message msg, std::int64_t epoch);
+  std::function<void()> deliver(const std::string& job, policy::Plan plan);
 
   net::asio::io_context& io_;
   Journal& journal_;

@@ -115,7 +115,7 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
     for (const auto& r : live->job->last_reports())
       if (r.epoch >= 0 && r.rank < kRanksShown)
         o.sample("dbs_rank_throughput", job_label(id) + ",rank=\"" + std::to_string(r.rank) + "\"",
-                 r.compute_s > 0 ? static_cast<double>(r.samples) / r.compute_s : 0.0);
+                 r.throughput());
   o.family("dbs_rank_batch", "gauge", "The rank's batch size in the current plan.");
   for (const auto& [id, live] : jobs.jobs()) {
     const auto& batch = live->job->current().batch;

@@ -42,7 +42,7 @@ std::string job_section(const std::string& id, const LiveJob& live) {
   for (int r = 0; r < j.world() && r < kRowsShown; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const policy::Report& last = j.last_reports()[i];
-    const double v = last.compute_s > 0 ? static_cast<double>(last.samples) / last.compute_s : 0.0;
+    const double v = last.throughput();
     s += "<tr><td>" + std::to_string(r) + "</td><td>" + chart::escape(j.hosts()[i]) + "</td><td>" +
          (live.sessions[i] != nullptr ? "yes" : "no") + "</td><td>" + std::to_string(p.batch[i]) +
          "</td><td>" + format("%.1f", v) + "</td><td>" +

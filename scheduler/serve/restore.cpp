@@ -5,8 +5,10 @@
 #include <set>
 
 #include "lib/common/error.h"
+#include "lib/common/fields.h"
 #include "lib/common/log.h"
 #include "lib/net/printable.h"
+#include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/jobs.h"
 #include "scheduler/serve/state_dir.h"
@@ -22,7 +24,10 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
       throw InputError("job '" + id + "' created twice");
     const int world = r.json.at("world").get<int>();
     if (world < 1 || world > proto::kMaxWorld) throw InputError("bad world");
-    auto job = std::make_unique<Job>(id, world, proto::config_from_json(r.json.at("config")));
+    const policy::Settings config =
+        policy::settings_from_json(Fields(r.json.at("config"), "config"));
+    proto::check_bounds(config);
+    auto job = std::make_unique<Job>(id, world, config);
     traces[id] = trace_start(*job);
     jobs_[id] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_);
   } else if (it == jobs_.end()) {
@@ -79,9 +84,7 @@ void JobTable::restore(const std::string& dir) {
   }
   for (auto& [id, live] : jobs_) {
     write_trace(dir, id, traces[id]);
-    live->plan_msg = std::make_shared<const std::string>(
-        proto::encode(proto::PlanMsg{id, live->job->current()}));
-    live->durable_epoch = live->job->current().epoch;
+    live->set_plan(live->job->current());
     log::info("job '" + id + "' restored at epoch " +
               std::to_string(live->job->current().epoch + 1) +
               (live->finished ? " (finished)" : ""));

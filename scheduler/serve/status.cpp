@@ -45,21 +45,21 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
            {"connected", live->sessions[i] != nullptr},
            {"batch", j.current().batch[i]},
            {"throughput",
-            last.compute_s > 0 ? static_cast<double>(last.samples) / last.compute_s : 0.0},
+            last.throughput()},
            {"last_epoch", last.epoch + 1}});
     }
     double efficiency = 0;
     for (auto it = j.history().rbegin(); it != j.history().rend() && efficiency == 0; ++it)
       efficiency = it->efficiency;
-    json plan = proto::plan_json(j.current());
+    json plan = policy::to_json(j.current());
     for (const char* key : {"batch", "offset", "throughput"})
-      if (plan[key].size() > static_cast<std::size_t>(shown))
+      if (plan.contains(key) && plan[key].size() > static_cast<std::size_t>(shown))
         plan[key].get_ref<json::array_t&>().resize(static_cast<std::size_t>(shown));
     out["jobs"].push_back({{"job", id},
                            {"state", live->finished ? "finished" : "running"},
                            {"world", j.world()},
                            {"connected", live->connected()},
-                           {"config", proto::config_json(j.config())},
+                           {"config", policy::to_json(j.config())},
                            {"epoch", j.current().epoch + 1},
                            {"reports", j.reports()},
                            {"plans", j.plans()},

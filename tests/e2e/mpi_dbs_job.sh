@@ -14,7 +14,7 @@ python3 - "$TMP/t.jsonl" <<'PY' || fail "trace check"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 head = lines[0]
-assert head["type"] == "header" and head["format"] == "dbs-trace" and head["version"] == 1, head
+assert head["type"] == "header" and head["format"] == "dbs-trace" and head["version"] == 2, head
 kinds = {}
 for r in lines[1:]:
     kinds.setdefault(r["type"], []).append(r)

@@ -54,7 +54,7 @@ class Rank:
     def connect(self):  # returns the plan the daemon answers the register with
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.buf = b""
-        self.send({"v": 1, "type": "register", "job": JOB, "token": key, "rank": self.r,
+        self.send({"v": 2, "type": "register", "job": JOB, "token": key, "rank": self.r,
                    "world": 2, "host": "h%d" % self.r,
                    "config": {"policy": "dbs", "global_batch": 64, "samples_per_epoch": 640,
                               "min_batch": 1, "max_batch": 0, "min_gain": 0.02}})
@@ -63,7 +63,7 @@ class Rank:
         return m
     def report(self, epoch, batch):
         speed = 3000.0 if self.r == 0 else 1000.0
-        self.send({"v": 1, "type": "report", "job": JOB, "rank": self.r, "epoch": epoch,
+        self.send({"v": 2, "type": "report", "job": JOB, "rank": self.r, "epoch": epoch,
                    "batch": batch, "samples": 10 * batch, "steps": 10,
                    "compute_s": 10 * batch / speed, "comm_s": 0.01, "step_rate_median": 0})
 
@@ -72,35 +72,37 @@ class Rank:
 moments = sorted(rng.sample([(e, p) for e in range(1, EPOCHS + 1) for p in range(3)], KILLS))
 start()
 ranks = [Rank(0), Rank(1)]
-plan = [r.connect() for r in ranks][0]
+plan = [r.connect() for r in ranks]  # each rank's share of the plan (protocol v2)
 epoch = 1
 while epoch <= EPOCHS:
     try:
-        if plan["epoch"] == epoch + 1:  # planned before a kill: its plan came with the register
+        assert plan[0]["hash"] == plan[1]["hash"], plan
+        if plan[0]["epoch"] == epoch + 1:  # planned before a kill: its plan came with the register
             epoch += 1
             continue
-        assert plan["epoch"] == epoch, (plan["epoch"], epoch)
+        assert plan[0]["epoch"] == epoch, (plan[0]["epoch"], epoch)
         for phase, r in enumerate(ranks):
             if (epoch, phase) in moments:
                 moments.remove((epoch, phase))
                 kill()
                 raise ConnectionError("killed")
-            r.report(epoch, plan["batch"][r.r])
+            r.report(epoch, plan[r.r]["batch"])
         if (epoch, 2) in moments:
             moments.remove((epoch, 2))
             time.sleep(rng.random() * 0.01)
             kill()
             raise ConnectionError("killed")
         plans = [r.line() for r in ranks]
-        assert plans[0] == plans[1] and plans[0]["epoch"] == epoch + 1, plans
-        plan = plans[0]
+        assert plans[0]["hash"] == plans[1]["hash"] and plans[0]["epoch"] == epoch + 1, plans
+        assert [p["rank"] for p in plans] == [0, 1], plans
+        plan = plans
         epoch += 1
     except (ConnectionError, OSError):
         for r in ranks:
             r.sock.close()
-        plan = [r.connect() for r in ranks][0]  # the daemon's current plan
+        plan = [r.connect() for r in ranks]  # the daemon's current plan
 for r in ranks:
-    r.send({"v": 1, "type": "goodbye", "done": True})
+    r.send({"v": 2, "type": "goodbye", "done": True})
     assert r.line()["type"] == "goodbye"
 daemon.terminate()
 assert daemon.wait() == 0

@@ -32,7 +32,7 @@ void round_trip(std::string_view line) {
   const proto::Message back = proto::decode(again);  // must not throw
   check(back == m);
   if (const auto* r = std::get_if<proto::ReportMsg>(&m)) proto::check_bounds(r->report);
-  if (const auto* p = std::get_if<proto::PlanMsg>(&m)) proto::check_bounds(p->plan);
+  if (const auto* p = std::get_if<proto::PlanMsg>(&m)) proto::check_bounds(*p);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ const scheduler::LiveJob* good_job(const World& w) {
 }
 
 void start_good(World& w) {
-  proto::JobConfig c;
+  policy::Settings c;
   c.global_batch = 64;
   c.samples_per_epoch = 640;
   const std::string key = net::job_key(kToken, "good");

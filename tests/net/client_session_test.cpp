@@ -135,7 +135,7 @@ TEST_CASE("Session.OversizedLineGetsAnErrorAndIsClosed") {
   dbs::test::SocketClient bad(server.port()), good(server.port());
   bad.send(std::string(66, 'x'));  // no newline needed: the limit is enforced as bytes come
   CHECK(bad.line() ==
-        R"({"v":1,"type":"error","code":"too_long","message":"message longer than 64 bytes"})");
+        R"({"v":2,"type":"error","code":"too_long","message":"message longer than 64 bytes"})");
   CHECK(bad.closed_within());
   good.send(std::string(64, 'y') + "\n");
   CHECK(good.line() == std::string(64, 'y'));
@@ -147,10 +147,10 @@ TEST_CASE("Session.UnfinishedLineIsDroppedAfterTheLineTimeout") {
   limits.hello_s = 30;
   Server server(limits);
   dbs::test::SocketClient slow(server.port());
-  slow.send("{\"v\":1,");  // and never the rest
+  slow.send("{\"v\":2,");  // and never the rest
   CHECK(
       slow.line(3) ==
-      R"({"v":1,"type":"error","code":"timeout","message":"message not completed within 0.2 s"})");
+      R"({"v":2,"type":"error","code":"timeout","message":"message not completed within 0.2 s"})");
   CHECK(slow.closed_within());
   CHECK(server.sessions.timed_out() == 1);
 }
@@ -161,7 +161,7 @@ TEST_CASE("Session.SilentClientIsDroppedAfterTheIdleLimit") {
   Server server(limits);
   dbs::test::SocketClient quiet(server.port());
   CHECK(quiet.line(3) ==
-        R"({"v":1,"type":"error","code":"timeout","message":"no message for 0.2 s"})");
+        R"({"v":2,"type":"error","code":"timeout","message":"no message for 0.2 s"})");
   CHECK(quiet.closed_within());
 }
 

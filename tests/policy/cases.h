@@ -17,8 +17,18 @@ namespace dbs::policy::test {
 
 constexpr std::int64_t kN = 60000;  // samples per epoch
 
-inline PolicyConfig config(int world, int global_batch, int lo = 1, int hi = 0) {
-  PolicyConfig c;
+// The settings of a job of `world` ranks, and make_policy over them with a policy spec.
+struct JobSettings : Settings {
+  int world = 1;
+};
+
+inline std::unique_ptr<Policy> make_policy(const std::string& spec, JobSettings job) {
+  job.policy = spec;
+  return policy::make_policy(job, job.world);
+}
+
+inline JobSettings config(int world, int global_batch, int lo = 1, int hi = 0) {
+  JobSettings c;
   c.world = world;
   c.global_batch = global_batch;
   c.samples_per_epoch = kN;
@@ -55,7 +65,7 @@ struct Case {
   std::vector<double> v;  // samples/s, spread up to 100x
 
   int upper() const { return hi == 0 ? global_batch : hi; }
-  PolicyConfig config() const { return test::config(world, global_batch, lo, hi); }
+  JobSettings config() const { return test::config(world, global_batch, lo, hi); }
 };
 
 // Case k of a seeded series: world 1, 2, 3 or 1024 in half of them, else 1..1024; global batch

@@ -22,7 +22,7 @@ using namespace dbs::policy::test;
 // The plan dbs makes for c.v with min_gain 0, already seen by policy: the next plan starts
 // from a balanced one.
 Plan balanced(Policy& policy, const Case& c, bool with_median) {
-  PolicyConfig eager = c.config();
+  JobSettings eager = c.config();
   eager.min_gain = 0;
   auto fresh = make_policy("dbs", eager);
   const Plan first = fresh->initial();

@@ -18,7 +18,7 @@ using dbs::InputError;
 using namespace dbs::policy;
 using namespace dbs::policy::test;
 
-std::string config_error(const std::string& spec, const PolicyConfig& c) {
+std::string config_error(const std::string& spec, const JobSettings& c) {
   try {
     make_policy(spec, c);
   } catch (const ConfigError& e) {
@@ -82,7 +82,7 @@ TEST_CASE("Fixed.UsesGivenSizes") {
 }
 
 TEST_CASE("Fixed.SpecErrorsNameSpecAndProblem") {
-  const PolicyConfig c = config(2, 128);
+  const JobSettings c = config(2, 128);
   CHECK(config_error("fixed:96,32,0", c) ==
         "policy 'fixed:96,32,0': size of rank 2 is 0, must be >= 1");
   CHECK(config_error("fixed:96,-32", c) ==
@@ -106,7 +106,7 @@ TEST_CASE("Policy.UnknownSpecAndBadConfig") {
         "policy config: 4 ranks with batch in [1, 20] cannot make a global batch of 100");
   CHECK(config_error("static", config(2, 8, 4, 3)) ==
         "policy config: max_batch must be 0 (= global batch) or >= min_batch 4, got 3");
-  PolicyConfig c = config(2, 8);
+  JobSettings c = config(2, 8);
   c.min_gain = std::numeric_limits<double>::quiet_NaN();
   CHECK(config_error("dbs", c) == "policy config: min_gain must be in [0, 1), got nan");
 }

@@ -2,6 +2,7 @@
 // its range with the exact message, and accepts the extremes inside it.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 #include "lib/proto/checks.h"
@@ -17,7 +18,7 @@ std::string report_with(const std::string& field, const std::string& value) {
   std::string fields[][2] = {{"epoch", "1"},     {"batch", "64"},   {"samples", "640"},
                              {"steps", "10"},    {"compute_s", "1"}, {"comm_s", "0.1"},
                              {"step_rate_median", "0"}};
-  std::string line = R"({"v":1,"type":"report","job":"j","rank":0)";
+  std::string line = R"({"v":2,"type":"report","job":"j","rank":0)";
   for (auto& [k, v] : fields) line += ",\"" + k + "\":" + (k == field ? value : v);
   return line + "}";
 }
@@ -57,9 +58,9 @@ TEST_CASE("Proto.Bounds.EpochAndCountsStayWithinPlanArithmetic") {
         "field 'samples' must be an integer in [0, 1000000000000000], got 1000000000000001");
   CHECK(refusal(report_with("steps", "9223372036854775807")) ==
         "field 'steps' must be an integer in [0, 1000000000000000], got 9223372036854775807");
-  nlohmann::json config = proto::config_json(proto::JobConfig{});
+  nlohmann::json config = policy::to_json(policy::Settings{});
   config["samples_per_epoch"] = 9223372036854775807LL;
-  CHECK(refusal(R"({"v":1,"type":"register","job":"j","token":"","rank":0,"world":1,"host":"h",)"
+  CHECK(refusal(R"({"v":2,"type":"register","job":"j","token":"","rank":0,"world":1,"host":"h",)"
                 R"("config":)" + config.dump() + "}") ==
         "field 'samples_per_epoch' must be an integer in [0, 1000000000000000], got "
         "9223372036854775807");
@@ -69,13 +70,13 @@ TEST_CASE("Proto.Bounds.EpochAndCountsStayWithinPlanArithmetic") {
   p.batch = {1};
   p.offset = {0};
   p.throughput = {0};
-  std::string line = proto::encode(proto::PlanMsg{"j", p});
+  std::string line = proto::PlanLines("j", p).line(0);
   line.pop_back();
   CHECK(refusal(line) == "field 'epoch' must be an integer in [1, 1000001], got 1000002");
 }
 
 TEST_CASE("Proto.PlanRefusal.NamesWhatAnAgentWouldRefuse") {
-  proto::JobConfig c;
+  policy::Settings c;
   c.global_batch = 4;
   policy::Plan p;
   p.epoch = 3;
@@ -88,4 +89,19 @@ TEST_CASE("Proto.PlanRefusal.NamesWhatAnAgentWouldRefuse") {
   p.predicted_epoch_s = std::numeric_limits<double>::infinity();  // encoded as null
   CHECK(proto::plan_refusal(p, 3, 2, c) ==
         "field 'predicted_epoch_s' must be a finite number >= 0, got null");
+}
+
+TEST_CASE("Proto.PlanRefusal.ChecksEveryRanksShare") {
+  policy::Settings c;
+  c.global_batch = 4;
+  policy::Plan p;
+  p.epoch = 3;
+  p.global_batch = 4;
+  p.batch = {3, 1};
+  p.offset = {0, 3};
+  p.throughput = {3, 1};
+  CHECK(proto::plan_refusal(p, 3, 3, c) == "plan has 2 ranks, the job has 3");
+  p.throughput[1] = std::numeric_limits<double>::infinity();  // only rank 1's share has it
+  CHECK(proto::plan_refusal(p, 3, 2, c) ==
+        "field 'throughput' must be a finite number >= 0, got null");
 }

@@ -39,7 +39,7 @@ TEST_CASE("Checks.RankOutOfRange") {
 }
 
 TEST_CASE("Checks.JoinMustMatchTheJob") {
-  JobConfig c;
+  dbs::policy::Settings c;
   RegisterMsg r{"j", "t", 0, 2, "h", c};
   CHECK(error_of([&] { check_join("j", 2, c, r); }) == "ok");
   r.config.reset();
@@ -51,13 +51,13 @@ TEST_CASE("Checks.JoinMustMatchTheJob") {
   r.config->global_batch = 256;
   CHECK(error_of([&] { check_join("j", 2, c, r); }) ==
         "conflict: job 'j' runs with config {\"global_batch\":128,\"max_batch\":0,\"min_batch\":1,"
-        "\"min_gain\":0.02,\"policy\":\"dbs\",\"samples_per_epoch\":0}, not {\"global_batch\":256,"
-        "\"max_batch\":0,\"min_batch\":1,\"min_gain\":0.02,\"policy\":\"dbs\",\"samples_per_"
-        "epoch\":0}");
+        "\"min_gain\":0.02,\"policy\":\"dbs\",\"rebalance_every\":0,\"samples_per_epoch\":0}, not "
+        "{\"global_batch\":256,\"max_batch\":0,\"min_batch\":1,\"min_gain\":0.02,\"policy\":\"dbs\","
+        "\"rebalance_every\":0,\"samples_per_epoch\":0}");
 }
 
 TEST_CASE("Checks.PlanMustFitTheJob") {
-  JobConfig c;
+  dbs::policy::Settings c;
   c.global_batch = 128;
   c.min_batch = 8;
   CHECK(plan_mismatch(plan_of({64, 64}, 3), 3, 2, c).empty());

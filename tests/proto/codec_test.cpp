@@ -1,6 +1,7 @@
 // lib/proto codec: every message round-trips, and every rejection has its exact message.
 #include "lib/proto/codec.h"
 #include "lib/proto/checks.h"
+#include "lib/proto/share.h"
 
 #include <doctest/doctest.h>
 
@@ -39,6 +40,12 @@ dbs::policy::Plan sample_plan() {
   return p;
 }
 
+// Rank 1's share of sample_plan().
+PlanMsg sample_share() {
+  const dbs::policy::Plan p = sample_plan();
+  return share_of("job-1", p, 1, plan_hash(p));
+}
+
 // The ProtocolError of decoding `line`, as "code: message".
 std::string rejection(const std::string& line) {
   try {
@@ -72,15 +79,16 @@ void round_trips(const T& message) {
 }  // namespace
 
 TEST_CASE("Proto.RoundTrip.EveryMessage") {
-  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", JobConfig{}};
+  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", dbs::policy::Settings{}};
   reg.config->policy = "fixed:32,32,32,32";
   reg.config->samples_per_epoch = 60000;
+  reg.config->rebalance_every = 12;
   round_trips(reg);
   RegisterMsg join = reg;
   join.config.reset();
   round_trips(join);
   round_trips(ReportMsg{"job-1", sample_report()});
-  round_trips(PlanMsg{"job-1", sample_plan()});
+  round_trips(sample_share());
   round_trips(ErrorMsg{"auth", "invalid token"});
   round_trips(HeartbeatMsg{});
   round_trips(GoodbyeMsg{true});
@@ -97,12 +105,12 @@ TEST_CASE("Proto.RoundTrip.ExtremeNumbersSurviveExactly") {
 }
 
 TEST_CASE("Proto.Encode.ControlCharactersStayInsideOneLine") {
-  dbs::policy::Plan p = sample_plan();
-  p.reason = "line\nbreak\ttab\x01\x1f end";
-  const std::string line = encode(PlanMsg{"j", p});
+  PlanMsg m = sample_share();
+  m.reason = "line\nbreak\ttab\x01\x1f end";
+  const std::string line = encode(m);
   CHECK(line.find('\n') == line.size() - 1);
-  CHECK(line.find("line\\u000abreak\\u0009tab\\u0001\\u001f end") != std::string::npos);
-  round_trips(PlanMsg{"j", p});
+  CHECK(line.find("line\\nbreak\\ttab\\u0001\\u001f end") != std::string::npos);
+  round_trips(m);
 }
 
 TEST_CASE("Proto.Encode.EpochsCountFromOneOnTheWire") {
@@ -110,17 +118,17 @@ TEST_CASE("Proto.Encode.EpochsCountFromOneOnTheWire") {
   CHECK(j["epoch"] == 5);
   CHECK(j["v"] == kVersion);
   CHECK(j["type"] == "report");
-  CHECK(nlohmann::json::parse(encode(PlanMsg{"j", sample_plan()}))["epoch"] == 4);
+  CHECK(nlohmann::json::parse(encode(sample_share()))["epoch"] == 4);
 }
 
 TEST_CASE("Proto.Decode.UnknownFieldsAreIgnored") {
-  CHECK(rejection(R"({"v":1,"type":"heartbeat","extra":[1,2,{"x":null}]})") == "accepted");
+  CHECK(rejection(R"({"v":2,"type":"heartbeat","extra":[1,2,{"x":null}]})") == "accepted");
 }
 
 TEST_CASE("Proto.Reject.MalformedJson") {
-  CHECK(rejection("{\"v\":1,") == "malformed: malformed JSON at byte 8");
+  CHECK(rejection("{\"v\":2,") == "malformed: malformed JSON at byte 8");
   CHECK(rejection("nonsense") == "malformed: malformed JSON at byte 2");
-  CHECK(rejection("{\"v\":1} trailing") == "malformed: malformed JSON at byte 11");
+  CHECK(rejection("{\"v\":2} trailing") == "malformed: malformed JSON at byte 11");
   CHECK(rejection("{\"v\":1e400}") == "malformed: malformed JSON: number out of range");
   CHECK(rejection("{\"s\":\"\xff\"}") == "malformed: malformed JSON at byte 7");
   CHECK(rejection("[1,2]") == "malformed: message is not a JSON object");
@@ -131,14 +139,14 @@ TEST_CASE("Proto.Reject.VersionAndType") {
   CHECK(rejection(R"({"type":"heartbeat"})") == "invalid: missing field 'v'");
   CHECK(rejection(R"({"v":"1","type":"heartbeat"})") ==
         "invalid: field 'v' must be an integer, got string");
-  CHECK(rejection(R"({"v":2,"type":"heartbeat"})") ==
-        "version: unsupported protocol version 2 (expected 1)");
+  CHECK(rejection(R"({"v":3,"type":"heartbeat"})") ==
+        "version: unsupported protocol version 3 (expected 2)");
   CHECK(rejection(R"({"v":0,"type":"heartbeat"})") ==
-        "version: unsupported protocol version 0 (expected 1)");
-  CHECK(rejection(R"({"v":1})") == "invalid: missing field 'type'");
-  CHECK(rejection(R"({"v":1,"type":7})") == "invalid: field 'type' must be a string, got 7");
-  CHECK(rejection(R"({"v":1,"type":"hello"})") == "unknown_type: unknown message type 'hello'");
-  CHECK(rejection(R"({"v":1,"type":"<script>"})") == "unknown_type: unknown message type");
+        "version: unsupported protocol version 0 (expected 2)");
+  CHECK(rejection(R"({"v":2})") == "invalid: missing field 'type'");
+  CHECK(rejection(R"({"v":2,"type":7})") == "invalid: field 'type' must be a string, got 7");
+  CHECK(rejection(R"({"v":2,"type":"hello"})") == "unknown_type: unknown message type 'hello'");
+  CHECK(rejection(R"({"v":2,"type":"<script>"})") == "unknown_type: unknown message type");
 }
 
 TEST_CASE("Proto.Reject.WrongTypes") {
@@ -151,7 +159,7 @@ TEST_CASE("Proto.Reject.WrongTypes") {
   CHECK(rejection(report_with("compute_s", "\"fast\"")) ==
         "invalid: field 'compute_s' must be a finite number >= 0, got string");
   CHECK(rejection(report_with("job", "[]")) == "invalid: field 'job' must be a string, got array");
-  CHECK(rejection(R"({"v":1,"type":"goodbye","done":1})") ==
+  CHECK(rejection(R"({"v":2,"type":"goodbye","done":1})") ==
         "invalid: field 'done' must be a boolean, got 1");
 }
 
@@ -182,7 +190,7 @@ TEST_CASE("Proto.Reject.NanAndNegativeTimes") {
 
 TEST_CASE("Proto.Reject.RegisterFields") {
   const auto reg = [](const std::string& rank, const std::string& world, const std::string& job) {
-    return R"({"v":1,"type":"register","job":)" + job + R"(,"token":"t","rank":)" + rank +
+    return R"({"v":2,"type":"register","job":)" + job + R"(,"token":"t","rank":)" + rank +
            R"(,"world":)" + world + R"(,"host":"h"})";
   };
   CHECK(rejection(reg("2", "2", "\"j\"")) == "invalid: rank 2 out of range for a job of 2 ranks");
@@ -197,33 +205,59 @@ TEST_CASE("Proto.Reject.RegisterFields") {
   CHECK(rejection(reg("0", "1", "\"" + std::string(65, 'a') + "\"")) ==
         "invalid: field 'job' must be at most 64 characters, got 65");
   // No token field at all is the daemon's business ("missing token"), not a decoding error.
-  CHECK(rejection(R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h"})") ==
+  CHECK(rejection(R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h"})") ==
         "accepted");
   const std::string bad_config =
-      R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":{"policy":"dbs",)"
+      R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":{"policy":"dbs",)"
       R"("global_batch":128,"samples_per_epoch":10,"min_batch":1,"max_batch":0,"min_gain":1.5}})";
   CHECK(rejection(bad_config) == "invalid: field 'min_gain' must be a number in [0, 1), got 1.5");
   CHECK(rejection(
-            R"({"v":1,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":3})") ==
+            R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":3})") ==
         "invalid: field 'config' must be an object, got 3");
 }
 
-TEST_CASE("Proto.Reject.InconsistentPlans") {
+TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {
+  const auto j = nlohmann::json::parse(encode(sample_share()));
+  CHECK(j["rank"] == 1);
+  CHECK(j["world"] == 2);
+  CHECK(j["batch"] == 43);
+  CHECK(j["offset"] == 85);
+  CHECK(j["throughput"] == 2512.125);
+  CHECK(j["hash"].get<std::string>().size() == 16);
+  // O(1) in the world size: a share of a 10,000-rank plan is as long as one of a 2-rank plan.
+  dbs::policy::Plan big = sample_plan();
+  big.batch.assign(10000, 1);
+  big.offset = dbs::policy::offsets_of(big.batch);
+  big.throughput.assign(10000, 5000.25);
+  big.global_batch = 10000;
+  CHECK(encode(share_of("job-1", big, 9999, plan_hash(big))).size() < 400);
+}
+
+TEST_CASE("Proto.PlanLines.WriteWhatEncodeWrites") {
+  const dbs::policy::Plan p = sample_plan();
+  const PlanLines lines("job-1", p);
+  for (int r = 0; r < 2; ++r) CHECK(lines.line(r) == encode(share_of("job-1", p, r, plan_hash(p))));
+}
+
+TEST_CASE("Proto.Reject.InconsistentPlanShares") {
   auto plan_with = [](const std::string& field, const std::string& value) {
-    nlohmann::json j = nlohmann::json::parse(encode(PlanMsg{"j", sample_plan()}));
+    nlohmann::json j = nlohmann::json::parse(encode(sample_share()));
     j[field] = nlohmann::json::parse(value);
     return j.dump();
   };
-  CHECK(rejection(plan_with("batch", "[85,42]")) ==
-        "invalid: plan batch sizes sum to 127, not its global batch 128");
-  CHECK(rejection(plan_with("offset", "[0,84]")) ==
-        "invalid: plan offsets do not follow from its batch sizes");
-  CHECK(rejection(plan_with("offset", "[0]")) ==
-        "invalid: plan has 2 batch sizes, 1 offsets and 2 throughputs");
-  CHECK(rejection(plan_with("batch", "[85,-1]")) ==
-        "invalid: field 'batch' item 1 must be an integer in [0, 2147483647], got -1");
-  CHECK(rejection(plan_with("throughput", "[1,null]")) ==
-        "invalid: field 'throughput' item 1 must be a finite number >= 0, got null");
+  CHECK(rejection(plan_with("batch", "129")) ==
+        "invalid: field 'batch' must be an integer in [0, 128], got 129");
+  CHECK(rejection(plan_with("offset", "86")) ==
+        "invalid: field 'offset' must be an integer in [0, 85], got 86");
+  CHECK(rejection(plan_with("rank", "2")) == "invalid: rank 2 out of range for a job of 2 ranks");
+  CHECK(rejection(plan_with("throughput", "null")) ==
+        "invalid: field 'throughput' must be a finite number >= 0, got null");
+  CHECK(rejection(plan_with("hash", "\"12\"")) ==
+        "invalid: field 'hash' must be 16 hex digits, not all 0");
+  CHECK(rejection(plan_with("hash", "\"000000000000000g\"")) ==
+        "invalid: field 'hash' must be 16 hex digits, not all 0");
+  CHECK(rejection(plan_with("hash", "\"0000000000000000\"")) ==
+        "invalid: field 'hash' must be 16 hex digits, not all 0");
 }
 
 TEST_CASE("Proto.EncodeError.IsAnErrorMessage") {

@@ -37,10 +37,13 @@ inline std::vector<std::filesystem::path> recorded_traces() {
 
 // A two-rank trace written by hand: header, then per epoch a plan and two rank records and an
 // eval record. Lines: 1 header, 2 initial plan, then 4 lines per epoch (rank, rank, eval, plan).
-inline std::string header_line(int version = 1) {
+// Version 1 named samples_per_epoch train_samples.
+inline std::string header_line(int version = 2) {
   return R"({"type":"header","format":"dbs-trace","version":)" + std::to_string(version) +
-         R"(,"config":{"world":2,"global_batch":128,"train_samples":1280,"params":1000,)"
-         R"("policy":"static","epochs":2,"rebalance_every":0,"min_gain":0.02}})";
+         R"(,"config":{"world":2,"global_batch":128,")" +
+         (version == 1 ? "train_samples" : "samples_per_epoch") +
+         R"(":1280,"params":1000,"policy":"static","epochs":2,"rebalance_every":0,"min_gain":0.02,)"
+         R"("min_batch":1,"max_batch":0}})";
 }
 
 inline std::string plan_line(int epoch, const std::string& source = "embedded") {

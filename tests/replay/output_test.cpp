@@ -116,7 +116,7 @@ TEST_CASE("Synth.Spec.NodeTypesAndChecks") {
   CHECK(error(R"({"epochs": 2, "nodes": [{"count": 2}]})") ==
         "s.json: nodes[0]: give exactly one of 'speed', 'throughput' and 'epoch_s'");
   CHECK(error(R"({"epochs": 2, "speeds": [1, 1], "disturbances": [{"rank": 2, "factor": 2}]})") ==
-        "s.json: disturbances[0]: field 'rank' is 2, outside [0, 1]");
+        "s.json: disturbances[0]: field 'rank' must be an integer in [0, 1], got 2");
   CHECK(error(R"({"epochs": 2, "global_batch": 2, "speeds": [1, 1, 1]})") ==
         "s.json: synthetic spec: 3 ranks x min_batch 1 do not fit in global_batch 2");
 }

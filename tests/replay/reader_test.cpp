@@ -23,9 +23,9 @@ TEST_CASE("Reader.GoodTrace.EpochsPlansReportsAndHeader") {
   const Trace t = parse_trace(join(good_lines()), "t.jsonl");
   CHECK(t.warnings.empty());
   CHECK(t.header.world == 2);
-  CHECK(t.header.global_batch == 128);
-  CHECK(t.header.train_samples == 1280);
-  CHECK(t.header.policy == "static");
+  CHECK(t.header.settings.global_batch == 128);
+  CHECK(t.header.settings.samples_per_epoch == 1280);
+  CHECK(t.header.settings.policy == "static");
   REQUIRE(t.epochs.size() == 2);
   CHECK(t.epochs[1].epoch == 1);
   CHECK(t.epochs[0].plans.size() == 1);
@@ -45,14 +45,17 @@ TEST_CASE("Reader.Rejects.BadJsonLineNamingIt") {
 
 TEST_CASE("Reader.Rejects.MissingFieldNamingLineRecordAndField") {
   auto lines = good_lines();
-  lines[2] = R"({"type":"rank","epoch":1,"rank":0,"batch":64,"samples":640,"comm_s":0.1})";
+  lines[2] = R"({"type":"rank","epoch":1,"rank":0,"batch":64,"samples":640,"steps":10,"comm_s":0.1})";
   CHECK(error_of(lines) == "t.jsonl:3: rank record: missing field 'compute_s'");
 }
 
 TEST_CASE("Reader.Rejects.UnknownVersion") {
   auto lines = good_lines();
-  lines[0] = header_line(2);
-  CHECK(error_of(lines) == "t.jsonl:1: header: unknown trace version 2 (this dbs reads version 1)");
+  lines[0] = header_line(3);
+  CHECK(error_of(lines) ==
+        "t.jsonl:1: header: unknown trace version 3 (this dbs reads versions 1 to 2)");
+  lines[0] = header_line(1);  // train_samples, as version 1 named it
+  CHECK(parse_trace(join(lines), "t.jsonl").header.settings.samples_per_epoch == 1280);
 }
 
 TEST_CASE("Reader.Rejects.NotATrace") {
@@ -104,7 +107,7 @@ TEST_CASE("Reader.Rejects.InconsistentRecords") {
   }
   SUBCASE("a rank outside the job") {
     lines[3] = rank_line(1, 2, 1.0, 0.1);
-    CHECK(error_of(lines) == "t.jsonl:4: rank record: field 'rank' is 2, outside [0, 1]");
+    CHECK(error_of(lines) == "t.jsonl:4: rank record: field 'rank' must be an integer in [0, 1], got 2");
   }
   SUBCASE("a rank twice") {
     lines[3] = rank_line(1, 0, 1.0, 0.1);
@@ -127,11 +130,11 @@ TEST_CASE("Reader.Rejects.InconsistentRecords") {
                R"("offset":[0,64],"throughput":[0,0],"predicted_epoch_s":0,"ideal_epoch_s":0,)"
                R"("changed":false,"reason":"x"})";
     CHECK(error_of(lines) ==
-          "t.jsonl:6: plan record: batch sizes sum to 124, not the global batch 128");
+          "t.jsonl:6: plan record: plan batch sizes sum to 124, not its global batch 128");
   }
   SUBCASE("a negative time") {
     lines[2] = rank_line(1, 0, -0.5, 0.1);
-    CHECK(error_of(lines).starts_with("t.jsonl:3: rank record: field 'compute_s' is -0.5"));
+    CHECK(error_of(lines).starts_with("t.jsonl:3: rank record: field 'compute_s' must be a finite number >= 0, got -0.5"));
   }
   SUBCASE("an epoch repeated (a run resumed from an older checkpoint)") {
     lines.push_back(rank_line(2, 0, 0.64, 0.7));

@@ -56,7 +56,7 @@ TEST_CASE("Replay.CommittedTraces.OwnPolicyWithinTenPercentOfRecordedTime") {
     // Re-planning once per epoch, the simulated policy sees what the real one saw (median
     // bias) and decides the same. (Re-plans inside an epoch follow per-step jitter that the
     // per-epoch ground truth does not hold.)
-    if (r.header.rebalance_every == 0) {
+    if (r.header.settings.rebalance_every == 0) {
       CHECK(r.plans_matched == static_cast<int>(r.results[0].epochs.size()));
     }
   }
@@ -85,7 +85,7 @@ TEST_CASE("Replay.CommittedTraces.CostsFittedOnAnotherTracePredictWithinTenPerce
       const Replay r = replay(read[b], o);
       CAPTURE(traces[a]);
       CAPTURE(traces[b]);
-      CHECK(r.results[0].config.policy == read[b].header.policy);
+      CHECK(r.results[0].config.policy == read[b].header.settings.policy);
       CHECK(std::fabs(r.error()) < 0.10);
       worst = std::max(worst, std::fabs(r.error()));
     }
@@ -159,7 +159,7 @@ TEST_CASE("Replay.Options.OverrideTheTracesSettings") {
   const std::string text = synthesize(busy_spec());
   ReplayOptions o;
   o.policies = {"dbs"};
-  o.rebalance_every = 0;
+  o.settings["rebalance_every"] = 0;
   const Replay r = replay(parse_trace(text, "busy.jsonl"), o);
   CHECK(r.recorded == -1);  // not the recorded settings (the run re-planned every 5 steps)
   CHECK(r.results[0].config.rebalance_every == 0);

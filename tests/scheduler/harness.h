@@ -14,7 +14,9 @@
 #include <thread>
 
 #include "lib/common/log.h"
+#include "lib/replay/reader.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/share.h"
 #include "scheduler/serve/daemon.h"
 #include "tests/net/socket_client.h"
 
@@ -78,8 +80,8 @@ class TempDir {
   std::string path_;
 };
 
-inline proto::JobConfig job_config(int global_batch = 128) {
-  proto::JobConfig c;
+inline policy::Settings job_config(int global_batch = 128) {
+  policy::Settings c;
   c.global_batch = global_batch;
   c.samples_per_epoch = 1280;
   return c;
@@ -92,7 +94,7 @@ class Agent {
       : client_(port), job_(std::move(job)), rank_(rank), world_(world), token_(std::move(token)) {}
 
   // Registers; returns the daemon's answer (a plan, or an error line).
-  std::optional<std::string> join(const proto::JobConfig& config = job_config()) {
+  std::optional<std::string> join(const policy::Settings& config = job_config()) {
     client_.send(proto::encode(
         proto::RegisterMsg{job_, token_, rank_, world_, "host" + std::to_string(rank_), config}));
     return client_.line();
@@ -109,12 +111,12 @@ class Agent {
     r.comm_s = 0.01;
     client_.send(proto::encode(proto::ReportMsg{job_, r}));
   }
-  // The next plan the daemon sends (nothing on error, close or timeout).
-  std::optional<policy::Plan> plan(double seconds = 5) {
+  // This rank's share of the next plan the daemon sends (nothing on error, close or timeout).
+  std::optional<proto::PlanMsg> plan(double seconds = 5) {
     const auto line = client_.line(seconds);
     if (!line) return std::nullopt;
     const proto::Message m = proto::decode(*line);
-    if (const auto* p = std::get_if<proto::PlanMsg>(&m)) return p->plan;
+    if (const auto* p = std::get_if<proto::PlanMsg>(&m)) return *p;
     last_error_ = *line;
     return std::nullopt;
   }
@@ -127,6 +129,17 @@ class Agent {
   int rank_, world_;
   std::string token_, last_error_;
 };
+
+// The plan the ranks rebuild from their shares (by rank), as the agents do; fails the test
+// unless the shares are of one plan.
+inline policy::Plan joined(const std::vector<proto::PlanMsg>& shares) {
+  std::vector<proto::Share> all;
+  for (const auto& s : shares) all.push_back(proto::share_of(s));
+  std::string why;
+  const std::optional<policy::Plan> p = proto::assemble(shares.at(0), all, why);
+  REQUIRE_MESSAGE(p, why);
+  return *p;
+}
 
 // The error line the daemon sends for `code` and `message`, without the newline.
 inline std::string error_line(proto::ErrorCode code, const std::string& message) {

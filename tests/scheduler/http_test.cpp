@@ -54,7 +54,7 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   CHECK(job["plan"]["batch"] == nlohmann::json::array({85, 43}));
   CHECK(job["ranks"][1]["host"] == "host1");
   CHECK(job["ranks"][0]["throughput"] == 2000.0);
-  CHECK(status["daemon"]["protocol"] == 1);
+  CHECK(status["daemon"]["protocol"] == 2);
 
   const std::string page = body_of(get(daemon.http_port(), "/"));
   CHECK(page.find("<h2>job web") != std::string::npos);

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "lib/common/fields.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "lib/proto/protocol.h"
@@ -13,8 +14,8 @@ namespace {
 using namespace dbs;
 using scheduler::Job;
 
-proto::JobConfig config() {
-  proto::JobConfig c;
+policy::Settings config() {
+  policy::Settings c;
   c.global_batch = 120;
   c.samples_per_epoch = 1200;
   return c;
@@ -145,14 +146,15 @@ TEST_CASE("Job.PolicyRefusalKeepsThePlanAndTheJobGoesOn") {
   CHECK(o.plan.reason == "kept: report of rank 1: throughput inf samples/s is not finite");
   CHECK(proto::plan_refusal(o.plan, 2, 3, config()) == "");
   // The plan's journal form reads back (no null where a number belongs).
-  CHECK(proto::plan_from_json(nlohmann::json::parse(proto::plan_json(o.plan).dump())) == o.plan);
+  CHECK(policy::plan_from_json(Fields(nlohmann::json::parse(policy::to_json(o.plan).dump()))) ==
+        o.plan);
   CHECK(epoch(job, 2).epoch == 3);
 }
 
 TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
   // Reports at the extremes of lib/proto's bounds: every plan the job makes passes
   // proto::plan_refusal, the daemon's check before sending.
-  proto::JobConfig c = config();
+  policy::Settings c = config();
   c.samples_per_epoch = proto::kMaxSamples;
   Job job("j", 3, c);
   const double figures[] = {proto::kMinFigure, 1, proto::kMaxFigure};
@@ -178,7 +180,7 @@ TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
 }
 
 TEST_CASE("Job.HistoryIsBoundedByRankEpochs") {
-  proto::JobConfig c = config();
+  policy::Settings c = config();
   c.global_batch = 4096;
   Job job("wide", 4096, c);
   CHECK(job.history_kept() == Job::kHistoryCells / 4096);

@@ -37,8 +37,8 @@ TEST_CASE("Keys.TheDaemonTokenCreatesAJobOnlyItsKeyJoinsAndTakesOver") {
                                     "(dbs-scheduler job-key), not the daemon token"));
   Agent other(daemon.port(), "k", 1, 2, net::job_key(kToken, "other"));  // another job's key
   CHECK(other.join() == error_line(ErrorCode::auth, "invalid token"));
-  r0.client().send("{\"v\":1,\"type\":\"heartbeat\"}\n");  // rank 0 was not kicked
-  CHECK(r0.client().line() == R"({"v":1,"type":"heartbeat"})");
+  r0.client().send("{\"v\":2,\"type\":\"heartbeat\"}\n");  // rank 0 was not kicked
+  CHECK(r0.client().line() == R"({"v":2,"type":"heartbeat"})");
   Agent r1(daemon.port(), "k", 1, 2, key);
   const auto plan = r1.join();
   REQUIRE(plan);

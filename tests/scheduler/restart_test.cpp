@@ -24,19 +24,19 @@ std::vector<nlohmann::json> read_lines(const std::string& path) {
 // Runs epochs [from, to) of a 2-rank job "keep" on the daemon.
 void run_epochs(std::uint16_t port, std::int64_t from, std::int64_t to, bool finish) {
   Agent r0(port, "keep", 0, 2), r1(port, "keep", 1, 2);
-  const auto first = r0.join();
+  const auto first = r0.join(), second = r1.join();
   REQUIRE(first);
-  REQUIRE(r1.join());
-  const auto start = proto::decode(*first);
-  policy::Plan plan = std::get<proto::PlanMsg>(start).plan;
+  REQUIRE(second);
+  policy::Plan plan = joined({std::get<proto::PlanMsg>(proto::decode(*first)),
+                              std::get<proto::PlanMsg>(proto::decode(*second))});
   CHECK(plan.epoch == from);  // the daemon resumes at the epoch after the journal's last
   for (std::int64_t e = from; e < to; ++e) {
     r0.report(e, plan.batch[0], 3000);
     r1.report(e, plan.batch[1], 1000);
-    const auto p0 = r0.plan();
+    const auto p0 = r0.plan(), p1 = r1.plan();
     REQUIRE(p0);
-    REQUIRE(r1.plan());
-    plan = *p0;
+    REQUIRE(p1);
+    plan = joined({*p0, *p1});
   }
   if (!finish) return;
   for (Agent* a : {&r0, &r1}) {
@@ -60,15 +60,26 @@ TEST_CASE("Restart.TheJobContinuesAndTheTraceHasEveryEpochOnce") {
     run_epochs(d.port(), 2, 4, true);
   }
   const auto trace = read_lines(o.state_dir + "/traces/keep.jsonl");
-  REQUIRE(trace.size() == 2 + 4 * 3);  // header, initial plan, per epoch 2 ranks + 1 plan
+  // header, initial plan, per epoch 2 ranks + eval + plan
+  REQUIRE(trace.size() == 2 + 4 * 4);
   CHECK(trace[0]["type"] == "header");
-  std::map<std::int64_t, int> plans, ranks;
+  std::map<std::int64_t, int> plans, ranks, evals;
   for (const auto& r : trace) {
     if (r["type"] == "plan") ++plans[r["epoch"].get<std::int64_t>()];
     if (r["type"] == "rank") ++ranks[r["epoch"].get<std::int64_t>()];
+    if (r["type"] == "eval") ++evals[r["epoch"].get<std::int64_t>()];
   }
   CHECK(plans == std::map<std::int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}});
   CHECK(ranks == std::map<std::int64_t, int>{{1, 2}, {2, 2}, {3, 2}, {4, 2}});
+  CHECK(evals == std::map<std::int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}});
+  // Replay reads the daemon's trace: the same format as the agents'.
+  const replay::Trace read = replay::read_trace(o.state_dir + "/traces/keep.jsonl");
+  CHECK(read.warnings.empty());
+  REQUIRE(read.epochs.size() == 4);
+  CHECK(read.header.world == 2);
+  CHECK(read.header.settings == job_config());
+  CHECK(read.epochs[3].plans[0].plan.batch == std::vector<int>{96, 32});
+  CHECK(read.epochs[3].reports[1].compute_s == doctest::Approx(read.epochs[3].wall_s - 0.01));
   CHECK(trace.back()["source"] == "daemon");
   CHECK(trace.back()["batch"] == nlohmann::json::array({96, 32}));
   // The finished job leaves the journal at the next start; its trace stays.
@@ -128,7 +139,9 @@ TEST_CASE("Restart.ABadJobIsQuarantinedAndTheOthersAreRestored") {
     REQUIRE(status["quarantined"].size() == 2);
     CHECK(status["quarantined"][0]["job"] == "poison");
     CHECK(status["quarantined"][0]["why"] ==
-          journal + " line 5: field 'predicted_epoch_s' must be a finite number >= 0, got null");
+          journal +
+              " line 5: epoch record: field 'predicted_epoch_s' must be a finite number >= 0, "
+              "got null");
     CHECK(status["quarantined"][1]["job"] == "");
     for (const auto& q : status["quarantined"])
       CHECK(std::ifstream(q["path"].get<std::string>()).good());

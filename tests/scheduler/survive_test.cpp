@@ -19,7 +19,7 @@ using namespace dbs::test;
 using proto::ErrorCode;
 
 std::string raw_report(const std::string& job, int rank, int epoch, const std::string& compute_s) {
-  return R"({"v":1,"type":"report","job":")" + job + R"(","rank":)" + std::to_string(rank) +
+  return R"({"v":2,"type":"report","job":")" + job + R"(","rank":)" + std::to_string(rank) +
          R"(,"epoch":)" + std::to_string(epoch) +
          R"(,"batch":128,"samples":1280,"steps":10,"compute_s":)" + compute_s +
          R"(,"comm_s":0,"step_rate_median":0})" + "\n";
@@ -52,7 +52,7 @@ namespace {
 
 void goodbye(Agent& a) {
   a.client().send(proto::encode(proto::GoodbyeMsg{true}));
-  CHECK(a.client().line() == R"({"v":1,"type":"goodbye","done":true})");
+  CHECK(a.client().line() == R"({"v":2,"type":"goodbye","done":true})");
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ TEST_CASE("Survive.HeartbeatBeforeRegisterIsRefused") {
   o.hello_timeout_s = 0.5;
   TestDaemon daemon(o);
   SocketClient c(daemon.port());
-  c.send("{\"v\":1,\"type\":\"heartbeat\"}\n");
+  c.send("{\"v\":2,\"type\":\"heartbeat\"}\n");
   CHECK(c.line() == error_line(ErrorCode::state, "register first"));
   CHECK(c.closed_within());
 }
@@ -152,7 +152,7 @@ TEST_CASE("Survive.TraceThatCannotBeOpenedDoesNotStopTheDaemon") {
   std::string line;
   int lines = 0;
   while (std::getline(trace, line)) ++lines;
-  CHECK(lines == 4);  // header, initial plan, rank 0's report, the plan of epoch 2
+  CHECK(lines == 5);  // header, initial plan, rank 0's report, epoch 1's eval, the plan of epoch 2
 }
 
 TEST_CASE("Survive.HalfClosedClientGetsItsReply") {
@@ -165,7 +165,9 @@ TEST_CASE("Survive.HalfClosedClientGetsItsReply") {
   c.shutdown_write();
   const auto line = c.line();
   REQUIRE(line);
-  CHECK(line->find(R"("type":"plan","job":"half","epoch":1)") != std::string::npos);
+  CHECK(line->find(R"("type":"plan",)") != std::string::npos);
+  CHECK(line->find(R"("epoch":1,)") != std::string::npos);
+  CHECK(line->find(R"("job":"half",)") != std::string::npos);
   CHECK(c.closed_within());
 }
 
@@ -179,7 +181,7 @@ TEST_CASE("Survive.PeerTextCannotForgeALogLine") {
   ::dup2(file, 2);
   log::set_level(log::Level::info);
   SocketClient c(daemon.port());
-  proto::JobConfig forged = job_config();
+  policy::Settings forged = job_config();
   forged.policy = "dbs\ndbs [dbs-scheduler] info: job 'payroll' finished after 9 planned epochs";
   c.send(proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", forged}));
   const auto answer = c.line();

@@ -26,8 +26,8 @@ namespace {
 // so that the estimator's state (a drop held as a suspected stall) decides a plan.
 class ScriptedSpeeds : public planner::Planner {
  public:
-  ScriptedSpeeds(const policy::PolicyConfig& config, std::vector<std::vector<double>> v)
-      : embedded_("dbs", config), v_(std::move(v)) {}
+  ScriptedSpeeds(policy::Settings settings, int world, std::vector<std::vector<double>> v)
+      : embedded_(with_dbs(std::move(settings)), world), v_(std::move(v)) {}
   const policy::Plan& plan() const override { return embedded_.plan(); }
   planner::Planned next(std::span<const policy::Report> reports) override {
     std::vector<policy::Report> r(reports.begin(), reports.end());
@@ -48,6 +48,11 @@ class ScriptedSpeeds : public planner::Planner {
   }
 
  private:
+  static policy::Settings with_dbs(policy::Settings settings) {
+    settings.policy = "dbs";
+    return settings;
+  }
+
   planner::Embedded embedded_;
   std::vector<std::vector<double>> v_;  // samples/s per epoch (from 0) and rank
 };
@@ -105,7 +110,7 @@ TEST_CASE("Train.Resume.DbsWithPolicyStateEndsWithTheSameParameters") {
   const std::vector<std::vector<double>> v = {{300, 300}, {300, 300}, {300, 100}, {300, 100},
                                               {300, 100}};
   const PlannerFactory scripted = [&](int /*rank*/) {
-    return std::make_unique<ScriptedSpeeds>(train::policy_config(c, 2, fashion().train.n), v);
+    return std::make_unique<ScriptedSpeeds>(train::settings_of(c, fashion().train.n), 2, v);
   };
   const train::RunResult straight = run_ranks(c, 2, scripted);
   REQUIRE(straight.epochs.size() == 5);
@@ -145,7 +150,7 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   std::vector<std::unique_ptr<planner::Planner>> planners(2);
   comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
     auto& p = planners[static_cast<std::size_t>(comm.rank())];
-    p = planner::make_daemon(daemon, comm, c.policy, train::policy_config(c, 2, fashion().train.n));
+    p = planner::make_daemon(daemon, comm, train::settings_of(c, fashion().train.n));
     train::run(c, comm, fashion(), p.get());
   });
   const auto plans = records(c.trace_path, "plan");

@@ -1,0 +1,93 @@
+// The one JSON form of Plan, Report and Settings: round trips, and the exact message of each
+// rejection (the protocol, the journal, the trace reader and checkpoints all read through it).
+#include "lib/policy/plan.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace {
+
+using namespace dbs::policy;
+using nlohmann::json;
+
+Plan sample_plan() {
+  Plan p;
+  p.epoch = 3;
+  p.global_batch = 128;
+  p.batch = {85, 43};
+  p.offset = {0, 85};
+  p.throughput = {5000.25, 2512.125};
+  p.predicted_epoch_s = 1.376;
+  p.ideal_epoch_s = 1.3333333333333333;
+  p.changed = true;
+  p.reason = "rebalanced";
+  return p;
+}
+
+// The FieldError message of reading j as a plan ("accepted" if none).
+std::string plan_error(const json& j) {
+  try {
+    plan_from_json(dbs::Fields(j, "t.jsonl:2: plan record"));
+  } catch (const dbs::FieldError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+json plan_with(const std::string& field, const std::string& value) {
+  json j = to_json(sample_plan());
+  j[field] = json::parse(value);
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("PlanJson.RoundTrips") {
+  const Plan p = sample_plan();
+  CHECK(to_json(p)["epoch"] == 4);  // from 1 in JSON
+  CHECK(plan_from_json(dbs::Fields(json::parse(to_json(p).dump()))) == p);
+
+  Report r;
+  r.rank = 1;
+  r.epoch = 4;
+  r.batch = 61;
+  r.samples = 7808;
+  r.steps = 128;
+  r.compute_s = 1.2345678901234567;
+  r.comm_s = 0.1;
+  r.step_rate_median = 6400.5;
+  CHECK(report_from_json(dbs::Fields(json::parse(to_json(r).dump()))) == r);
+  CHECK(r.throughput() == doctest::Approx(7808 / 1.2345678901234567));
+  CHECK(Report{}.throughput() == 0);
+
+  Settings s;
+  s.policy = "fixed:96,32";
+  s.samples_per_epoch = 6000;
+  s.min_batch = 8;
+  s.max_batch = 120;
+  s.min_gain = 0.05;
+  s.rebalance_every = 12;
+  CHECK(settings_from_json(dbs::Fields(json::parse(to_json(s).dump()))) == s);
+  json old = to_json(s);
+  old.erase("rebalance_every");  // written before it was a setting
+  CHECK(settings_from_json(dbs::Fields(old)).rebalance_every == 0);
+}
+
+TEST_CASE("PlanJson.Rejects.InconsistentPlans") {
+  CHECK(plan_error(plan_with("batch", "[85,42]")) ==
+        "t.jsonl:2: plan record: plan batch sizes sum to 127, not its global batch 128");
+  CHECK(plan_error(plan_with("offset", "[0,84]")) ==
+        "t.jsonl:2: plan record: plan offsets do not follow from its batch sizes");
+  CHECK(plan_error(plan_with("offset", "[0]")) ==
+        "t.jsonl:2: plan record: plan has 2 batch sizes, 1 offsets and 2 throughputs");
+  CHECK(plan_error(plan_with("batch", "[85,-1]")) ==
+        "t.jsonl:2: plan record: field 'batch' item 1 must be an integer in [0, 2147483647], "
+        "got -1");
+  CHECK(plan_error(plan_with("throughput", "[1,null]")) ==
+        "t.jsonl:2: plan record: field 'throughput' item 1 must be a finite number >= 0, got null");
+  json j = to_json(sample_plan());
+  j.erase("reason");
+  CHECK(plan_error(j) == "t.jsonl:2: plan record: missing field 'reason'");
+  CHECK(plan_error(json::array()) == "t.jsonl:2: plan record: is not a JSON object");
+}
