@@ -6,11 +6,13 @@ set -uo pipefail
 
 usage() {
   cat <<'EOF'
-usage: tests/run.sh [--quick | --sanitize | --fuzz | --help]
+usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
   (none)      install, build build/, run the suites unit, mpi, e2e and cluster
   --quick     the unit suite only
   --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
   --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
+  --soak      tests/soak/soak.py: the daemon under 5,000 hostile and busy connections while a
+              2-rank job trains 20 epochs (about 2-4 minutes), counted as one test
   --help      this text
 Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE).
 EOF
@@ -20,9 +22,9 @@ mode=all
 for arg in "$@"; do
   case $arg in
     -h | --help) usage; exit 0 ;;
-    --quick | --sanitize | --fuzz)
+    --quick | --sanitize | --fuzz | --soak)
       if [ "$mode" != all ]; then
-        echo "tests/run.sh: give one of --quick, --sanitize, --fuzz" >&2
+        echo "tests/run.sh: give one of --quick, --sanitize, --fuzz, --soak" >&2
         usage >&2
         exit 2
       fi
@@ -51,6 +53,11 @@ if [ "$mode" = fuzz ]; then
 fi
 
 dir=build suites=(unit mpi e2e cluster) setup=()
+if [ "$mode" = soak ]; then
+  dbs_build build || { closing 0 1 0; exit; }
+  if python3 tests/soak/soak.py --build build; then closing 1 0 0; else closing 0 1 0; fi
+  exit
+fi
 case $mode in
   quick) suites=(unit) ;;
   sanitize)
