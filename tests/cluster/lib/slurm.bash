@@ -105,16 +105,21 @@ slurm_up() {
   slurm_wait_idle "$NODES" 30
 }
 
-slurm_down() {
-  local f
+slurm_down() {  # TERM to every daemon at once, then KILL what still runs after 5 s
+  local f pids=()
   for f in "$DIR"/slurm/slurmd-*.pid "$DIR/slurm/slurmctld.pid" "$DIR/munge/munged.pid"; do
     [ -f "$f" ] || continue
     local pid
     pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null || continue
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
   done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
   return 0
 }
 

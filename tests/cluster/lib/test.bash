@@ -39,17 +39,36 @@ test_cluster_up() {
 # node_local K PATH: PATH (under $DIR/local) as node K sees it, from the head.
 node_local() { echo "$DIR/nodes/node$1/local/${2#"$DIR"/local/}"; }
 
-# submit LOG SBATCH_ARGS... -- AGENT_ARGS...: runs dbs.sbatch to the end (sbatch --wait) and
-# returns its exit code; the job's log is LOG.
+# submit LOG SBATCH_ARGS... -- AGENT_ARGS...: runs dbs.sbatch to the end and returns its exit
+# code; the job's log is LOG. Polls every 0.25 s: `sbatch --wait` polls at 2 s, growing to 10 s,
+# which added up to a minute per test.
 submit() {
   local log=$1
   shift
   local sargs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
   shift
-  local rc=0
-  sbatch --wait --quiet -o "$log" "${sargs[@]}" "$SBATCH_SCRIPT" "$@" || rc=$?
-  return $rc
+  local id
+  id=$(sbatch --parsable -o "$log" "${sargs[@]}" "$SBATCH_SCRIPT" "$@") || return 1
+  id=${id%%;*}
+  wait_job "$id"
+}
+
+# wait_job ID: waits until job ID has ended; returns its exit code (128 + signal if killed).
+wait_job() {
+  local info state code
+  while :; do
+    info=$(scontrol -o show job "$1" 2>/dev/null) || { echo "cluster: job $1 is gone" >&2; return 1; }
+    state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
+    case ${state#JobState=} in
+      PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | RESIZING) sleep 0.25 ;;
+      *) break ;;
+    esac
+  done
+  code=$(grep -o ' ExitCode=[0-9]*:[0-9]*' <<<"$info")
+  code=${code# ExitCode=}
+  if [ "${code#*:}" != 0 ]; then return $((128 + ${code#*:})); fi
+  return "${code%%:*}"
 }
 
 # job_id_of_last: the newest job's id.
