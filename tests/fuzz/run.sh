@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fuzzing of the daemon (issue 10): builds build-fuzz with clang++ and -Dfuzz=true under
-# ASan + UBSan, runs every libFuzzer target of tests/fuzz for DBS_FUZZ_SECONDS seconds each
-# (default 150) over a scratch copy of its corpus in tests/fuzz/corpus/<target>, prints per
+# ASan + UBSan, runs every libFuzzer target of tests/fuzz at once for DBS_FUZZ_SECONDS seconds
+# (default 300) over a scratch copy of its corpus in tests/fuzz/corpus/<target>, prints per
 # target the executions, executions per second and coverage (edges, features), then the total.
 # Exits non-zero on any crash, leak, timeout or out-of-memory (libFuzzer writes the input to
 # build-fuzz/fuzz-out/<target>/). Usage: tests/fuzz/run.sh [SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=${1:-${DBS_FUZZ_SECONDS:-150}}
+seconds=${1:-${DBS_FUZZ_SECONDS:-300}}
 source "$root/agents/setup.sh"
 dbs_setup_packages
 missing=()
@@ -28,18 +28,25 @@ targets=(decode session)
 ninja -C "$build" -j2 "${targets[@]/#/tests/fuzz/fuzz-}" | tail -n 2
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# The targets run at once, one per core (this machine has 2), each for $seconds seconds.
+run_target() {
+  local t=$1 out=$build/fuzz-out/$1
+  rm -rf "$out" && mkdir -p "$out/corpus"
+  "$build/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "$root/tests/fuzz/corpus/$t" \
+    >"$out/log" 2>&1
+}
+declare -A pid
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  pid[$t]=$!
+done
 total=0
 status=0
 for t in "${targets[@]}"; do
-  out=$build/fuzz-out/$t
-  rm -rf "$out" && mkdir -p "$out/corpus"
-  log=$out/log
-  set +e
-  "$build/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "$root/tests/fuzz/corpus/$t" \
-    >"$log" 2>&1
-  rc=$?
-  set -e
+  rc=0
+  wait "${pid[$t]}" || rc=$?
+  log=$build/fuzz-out/$t/log
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n 1)
