@@ -157,6 +157,19 @@ class StatefulOptimizer : public Optimizer {
   virtual void update(std::span<float> params, std::span<const float> grads, double lr,
                       double grad_scale) = 0;
 
+  // Runs step(i, g) for every parameter i, g = grads[i] * grad_scale + weight_decay * params[i]
+  // (the gradient every update rule uses). step must be an always_inline lambda, so that it is
+  // compiled into both copies of for_ranges' body.
+  template <typename Step>
+  void for_each_gradient(std::span<float> params, std::span<const float> grads, double grad_scale,
+                         const Step& step) const {
+    const auto scale = static_cast<float>(grad_scale);
+    const auto wd = static_cast<float>(config_.weight_decay);
+    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
+      for (std::size_t i = begin; i < end; ++i) step(i, grads[i] * scale + wd * params[i]);
+    });
+  }
+
   OptimizerConfig config_;
   std::size_t param_count_;
   std::int64_t step_ = 0;                    // updates done, including the current one
@@ -174,21 +187,17 @@ class Sgd final : public StatefulOptimizer {
   void update(std::span<float> params, std::span<const float> grads, double lr,
               double grad_scale) override {
     const auto lr_f = static_cast<float>(lr);
-    const auto scale = static_cast<float>(grad_scale);
-    const auto wd = static_cast<float>(config_.weight_decay);
     const auto mu = static_cast<float>(config_.momentum);
     float* v = moments_[0].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const float g = grads[i] * scale + wd * params[i];
-        if (mu == 0.0f) {
-          params[i] -= lr_f * g;
-        } else {
-          v[i] = mu * v[i] + g;
-          params[i] -= lr_f * v[i];
-        }
-      }
-    });
+    for_each_gradient(params, grads, grad_scale,
+                      [&](std::size_t i, float g) __attribute__((always_inline)) {
+                        if (mu == 0.0f) {
+                          params[i] -= lr_f * g;
+                        } else {
+                          v[i] = mu * v[i] + g;
+                          params[i] -= lr_f * v[i];
+                        }
+                      });
   }
 };
 
@@ -208,21 +217,17 @@ class Adam final : public StatefulOptimizer {
     const double correction2 = 1.0 - std::pow(config_.beta2, t);
     const auto step_size = static_cast<float>(lr / correction1);
     const auto inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(correction2));
-    const auto scale = static_cast<float>(grad_scale);
-    const auto wd = static_cast<float>(config_.weight_decay);
     const auto b1 = static_cast<float>(config_.beta1);
     const auto b2 = static_cast<float>(config_.beta2);
     const auto eps = static_cast<float>(config_.eps);
     float* m = moments_[0].data();
     float* v = moments_[1].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const float g = grads[i] * scale + wd * params[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
-      }
-    });
+    for_each_gradient(params, grads, grad_scale,
+                      [&](std::size_t i, float g) __attribute__((always_inline)) {
+                        m[i] = b1 * m[i] + (1.0f - b1) * g;
+                        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+                        params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+                      });
   }
 };
 
@@ -237,18 +242,14 @@ class RmsProp final : public StatefulOptimizer {
   void update(std::span<float> params, std::span<const float> grads, double lr,
               double grad_scale) override {
     const auto lr_f = static_cast<float>(lr);
-    const auto scale = static_cast<float>(grad_scale);
-    const auto wd = static_cast<float>(config_.weight_decay);
     const auto rho = static_cast<float>(config_.rho);
     const auto eps = static_cast<float>(config_.eps);
     float* s = moments_[0].data();
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const float g = grads[i] * scale + wd * params[i];
-        s[i] = rho * s[i] + (1.0f - rho) * g * g;
-        params[i] -= lr_f * g / (std::sqrt(s[i]) + eps);
-      }
-    });
+    for_each_gradient(params, grads, grad_scale,
+                      [&](std::size_t i, float g) __attribute__((always_inline)) {
+                        s[i] = rho * s[i] + (1.0f - rho) * g * g;
+                        params[i] -= lr_f * g / (std::sqrt(s[i]) + eps);
+                      });
   }
 };
 
