@@ -8,4 +8,27 @@ done
 json_get "$TMP/peak.json" "d['gflops_per_core'] > 0" | grep -qx True || fail "peak missing"
 "$BENCH" kernels --model lenet --batch 16 --steps 1 >"$TMP/kernels.json"
 json_get "$TMP/kernels.json" "len(d['layers']) > 3" | grep -qx True || fail "kernels: no layers"
+# sweep: two cells measured through mpirun, the fit, the predicted grid and the page.
+"$BENCH" sweep --model lenet --ranks 1 --threads 1 --batch 64,256 --epochs 1 --train-limit 1024 \
+  --test-limit 200 --predict-workers 1,4 --work-dir "$TMP/sweep" --out "$TMP/sweep.jsonl" \
+  --html "$TMP/sweep.html" >"$TMP/sweep.json" 2>"$TMP/sweep.err" || { cat "$TMP/sweep.err"; fail "sweep failed"; }
+python3 - "$TMP/sweep.json" "$TMP/sweep.jsonl" "$TMP/sweep.html" <<'PY' || fail "sweep output"
+import json, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+m, p = d["measured"], d["predicted"]
+assert [(c["ranks"], c["global_batch"]) for c in m] == [(1, 64), (1, 256)], m
+assert all(len(c["epoch_s"]) == 1 and c["epoch_s_median"] > 0 and 0 <= c["test_acc"] <= 1 for c in m), m
+assert d["fit"]["beta_s_per_sample"] > 0 and d["fit"]["alpha_s_per_step"] >= 0, d["fit"]
+assert [(c["ranks"], c["global_batch"]) for c in p] == [(1, 64), (1, 256), (4, 64), (4, 256)], p
+# one rank: the simulator costs S (alpha + beta b), the line the fit drew through the two cells
+for c in p[:2]:
+    steps = -(-1024 // c["global_batch"])
+    want = steps * (d["fit"]["alpha_s_per_step"] + d["fit"]["beta_s_per_sample"] * c["global_batch"])
+    assert abs(c["predicted_epoch_s"] - want) <= 1e-6 * want, (c, want)
+assert len(open(sys.argv[2]).read().splitlines()) == len(m) + len(p)
+svg = ET.parse(sys.argv[3]).getroot().findall(".//{http://www.w3.org/2000/svg}svg")
+assert len(svg) == 2, len(svg)
+print("sweep: fit", d["fit"])
+PY
+expect_fail "is not an executable dbs-agent" "$BENCH" sweep --agent /nonexistent
 echo "bench JSON ok"
