@@ -41,6 +41,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
   app.add_option("--train-limit", c.train_limit, "use the first N training samples (0 = all)")->capture_default_str();
   app.add_option("--test-limit", c.test_limit, "use the first N test samples (0 = all)")->capture_default_str();
+  app.add_option("--train-subset", c.train_subset, "train only on the samples listed in this file (written by dbs-agent filter; indices after --train-limit)");
   app.add_option("--policy", c.policy, "balancing policy: dbs, static or fixed:b0,b1,...")->capture_default_str();
   app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(CLI::NonNegativeNumber);

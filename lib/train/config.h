@@ -27,6 +27,8 @@ struct Config : policy::Settings {
   std::uint64_t seed = 1;               // model init, shuffling, dropout
   std::size_t train_limit = 0;          // use the first N training samples (0 = all)
   std::size_t test_limit = 0;           // use the first N test samples (0 = all)
+  std::string train_subset;             // train on the samples of this subset file (indices
+                                        // into the set after train_limit); empty = all
   std::vector<Disturbance> disturbances;
   std::string trace_path;               // JSONL trace (rank 0 writes it); empty = none
   std::string checkpoint_dir;           // checkpoint each epoch there; empty = none

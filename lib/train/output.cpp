@@ -53,6 +53,7 @@ nlohmann::json config_json(const State& st) {
                             {"seed", c.seed},
                             {"test_samples", st.test.n},
                             {"allreduce", c.allreduce},
+                            {"train_subset", st.subset},
                             {"disturb", dist}});
 }
 

@@ -22,7 +22,7 @@ namespace dbs::train::detail {
 struct State {
   const Config& config;
   comm::Communicator& comm;
-  data::Dataset train;                       // the first train_limit samples
+  data::Dataset train;                       // the first train_limit samples, or the subset
   data::Dataset test;
   std::unique_ptr<nn::Model> model;
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -32,6 +32,7 @@ struct State {
   std::unique_ptr<trace::Writer> trace;      // rank 0 only
   std::vector<EpochResult> results;          // finished epochs
   std::vector<std::string> hosts;            // host of each rank
+  nlohmann::json subset;                     // the train subset's identity (null: none)
 };
 
 // What one rank measured in one epoch, and what all ranks computed together.

@@ -7,6 +7,7 @@
 #include "lib/common/error.h"
 #include "lib/common/hash.h"
 #include "lib/common/log.h"
+#include "lib/data/subset.h"
 #include "lib/nn/model.h"
 #include "lib/train/state.h"
 
@@ -76,6 +77,28 @@ data::Dataset take(data::Dataset&& d, std::size_t limit) {
   return limit == 0 || limit >= d.n ? std::move(d) : d.head(limit);
 }
 
+// Replaces st.train by the samples of config.train_subset (every rank reads the file and checks
+// that all ranks hold the same subset) and records its identity for the trace.
+void apply_subset(State& st) {
+  const std::string& path = st.config.train_subset;
+  if (path.empty()) return;
+  const data::Subset s = data::read_subset(path);
+  data::check_subset_matches(s, st.train, path);
+  const std::string hash = data::subset_hash(s);
+  std::vector<char> all(17 * static_cast<std::size_t>(st.comm.size()));
+  char mine[17] = {};
+  std::memcpy(mine, hash.c_str(), 16);
+  st.comm.allgather_bytes(mine, sizeof mine, all.data());
+  for (int r = 0; r < st.comm.size(); ++r)
+    if (std::string(all.data() + 17 * r) != hash)
+      throw CheckError("--train-subset " + path + ": rank " + std::to_string(r) +
+                       " read a subset with hash " + std::string(all.data() + 17 * r) +
+                       ", this rank " + hash);
+  st.subset = {{"path", path}, {"hash", hash}, {"method", s.method}, {"count", s.indices.size()},
+               {"of", st.train.n}};
+  st.train = data::select(st.train, s.indices);
+}
+
 }  // namespace
 
 RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
@@ -83,7 +106,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   const int world = comm.size(), rank = comm.rank();
   State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
            take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
-           nullptr, {}, {}};
+           nullptr, {}, {}, {}};
+  apply_subset(st);
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
   st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
