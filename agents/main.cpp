@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <string_view>
 
+#include "agents/filter.h"
 #include "agents/options.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
@@ -16,6 +18,7 @@
 
 int main(int argc, char** argv) {
   using namespace dbs;
+  if (argc > 1 && std::string_view(argv[1]) == "filter") return agent::filter_main(argc - 1, argv + 1);
   agent::Options opts;
   int code = 0;
   if (!agent::parse_options(argc, argv, opts, code)) return code;
