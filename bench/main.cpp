@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_allreduce_command(app, action);
   add_balance_command(app, action);
   add_sweep_command(app, action);
+  add_filter_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-bench")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;
