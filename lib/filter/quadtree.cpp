@@ -7,6 +7,7 @@ namespace dbs::filter {
 namespace {
 
 constexpr int kMaxDepth = 40;  // deeper cells are leaves (coincident points end here)
+constexpr int kLeaf = 4;       // a cell of at most this many points is a leaf
 
 }  // namespace
 
@@ -21,8 +22,8 @@ QuadTree::QuadTree(const double* y, std::size_t n) : y_(y), order_(n) {
   }
   const double h = n == 0 ? 1.0 : std::max(hi_x - lo_x, hi_y - lo_y) / 2 * (1 + 1e-6) + 1e-12;
   cells_.reserve(2 * n + 1);
-  cells_.push_back({(lo_x + hi_x) / 2, (lo_y + hi_y) / 2, h, 0, 0, 0, -1, 0,
-                    static_cast<std::int32_t>(n)});
+  cells_.push_back({static_cast<float>((lo_x + hi_x) / 2), static_cast<float>((lo_y + hi_y) / 2),
+                    static_cast<float>(h), 0, 0, 0, -1, 0, static_cast<std::int32_t>(n)});
   build(0, 0);
 }
 
@@ -35,10 +36,10 @@ void QuadTree::build(std::int32_t c, int depth) {
   }
   cell.count = cell.end - cell.begin;
   if (cell.count > 0) {
-    cell.mx = mx / cell.count;
-    cell.my = my / cell.count;
+    cell.mx = static_cast<float>(mx / cell.count);
+    cell.my = static_cast<float>(my / cell.count);
   }
-  if (cell.count <= 1 || depth >= kMaxDepth) {
+  if (cell.count <= kLeaf || depth >= kMaxDepth) {
     cells_[static_cast<std::size_t>(c)] = cell;
     return;
   }
@@ -53,7 +54,7 @@ void QuadTree::build(std::int32_t c, int depth) {
                                   static_cast<std::int32_t>(q3 - order_.data()), cell.end};
   cell.child = static_cast<std::int32_t>(cells_.size());
   cells_[static_cast<std::size_t>(c)] = cell;
-  const double q = cell.h / 2;
+  const float q = cell.h / 2;
   for (int k = 0; k < 4; ++k)
     cells_.push_back({cell.cx + ((k & 1) ? q : -q), cell.cy + ((k & 2) ? q : -q), q, 0, 0, 0, -1,
                       bounds[k], bounds[k + 1]});
@@ -70,7 +71,13 @@ void QuadTree::repulsion(std::size_t i, double theta, double& fx, double& fy, do
     const Cell& c = cells_[static_cast<std::size_t>(stack[--top])];
     if (c.count == 0) continue;
     const double dx = xi - c.mx, dy = yi - c.my, d2 = dx * dx + dy * dy;
-    if (c.child < 0) {
+    const double width2 = 4.0 * double(c.h) * double(c.h);
+    if (c.count > 1 && width2 < theta2 * d2) {
+      const double w = 1.0 / (1.0 + d2);
+      z += c.count * w;
+      fx += c.count * w * w * dx;
+      fy += c.count * w * w * dy;
+    } else if (c.child < 0) {
       for (std::int32_t t = c.begin; t < c.end; ++t) {
         const auto j = static_cast<std::size_t>(order_[static_cast<std::size_t>(t)]);
         if (j == i) continue;
@@ -80,11 +87,6 @@ void QuadTree::repulsion(std::size_t i, double theta, double& fx, double& fy, do
         fx += w * w * ex;
         fy += w * w * ey;
       }
-    } else if (4 * c.h * c.h < theta2 * d2) {
-      const double w = 1.0 / (1.0 + d2);
-      z += c.count * w;
-      fx += c.count * w * w * dx;
-      fy += c.count * w * w * dy;
     } else {
       for (int k = 3; k >= 0; --k) stack[top++] = c.child + k;
     }

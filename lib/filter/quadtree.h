@@ -1,7 +1,8 @@
 // Barnes-Hut quadtree over 2-D points for t-SNE's repulsive forces. Words: a cell is a square
 // (centre cx, cy, half-width h); its summary is its point count and centre of mass (mx, my). A
 // cell far enough from a point (2h / distance to its centre of mass < theta) acts on it as one
-// point of mass `count`; otherwise its children (or, in a leaf, its points) are visited.
+// point of mass `count`; otherwise its children (or, in a leaf of at most kLeaf points, its
+// points) are visited.
 #pragma once
 
 #include <cstddef>
@@ -24,9 +25,10 @@ class QuadTree {
   std::size_t cells() const { return cells_.size(); }
 
  private:
+  // 36 bytes, so that more of the tree stays in cache; the points themselves stay double.
   struct Cell {
-    double cx, cy, h;     // square: centre and half-width
-    double mx, my;        // centre of mass
+    float cx, cy, h;      // square: centre and half-width
+    float mx, my;         // centre of mass
     std::int32_t count;   // points inside
     std::int32_t child;   // first of 4 consecutive children; -1 in a leaf
     std::int32_t begin, end;  // the cell's points: order_[begin, end)

@@ -15,7 +15,7 @@ namespace dbs::filter {
 struct TsneOptions {
   double perplexity = 30;           // effective neighbours per point
   double theta = 0.5;               // Barnes-Hut accuracy: 0 = exact repulsion
-  int iterations = 1000;            // gradient steps in total
+  int iterations = 750;             // gradient steps in total (openTSNE: 250 + 500)
   int exaggeration_iterations = 250;  // the first steps multiply P by `exaggeration`
   double exaggeration = 12;
   double learning_rate = 0;         // 0 = max(n / exaggeration / 4, 50) (the gradient has its 4)
