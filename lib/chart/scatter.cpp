@@ -65,11 +65,12 @@ std::string render(const Scatter& s) {
     for (std::size_t k = 0; k < se.x.size() && k < se.y.size(); ++k) {
       if (!std::isfinite(se.x[k]) || !std::isfinite(se.y[k])) continue;
       const double cx = px(se.x[k]), cy = py(se.y[k]);
+      // One format call per point (string concatenation here trips g++ 12's -Wrestrict).
       if (se.cross)
-        d += "M" + num(cx - a) + " " + num(cy - a) + "l" + num(2 * a) + " " + num(2 * a) + "m0 " +
-             num(-2 * a) + "l" + num(-2 * a) + " " + num(2 * a);
+        d += format("M%.1f %.1fl%.1f %.1fm0 %.1fl%.1f %.1f", cx - a, cy - a, 2 * a, 2 * a, -2 * a,
+                    -2 * a, 2 * a);
       else
-        d += "M" + num(cx) + " " + num(cy) + "h0";
+        d += format("M%.1f %.1fh0", cx, cy);
     }
     body += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + escape(se.color) + "\" stroke-opacity=\"" +
             format("%.2f", se.opacity) + "\" stroke-width=\"" +

@@ -63,7 +63,8 @@ Neighbours nearest_neighbours(const float* x, std::size_t n, std::size_t d, std:
           const std::int32_t j = heap.top().second;
           double s = 0;
           for (std::size_t t = 0; t < d; ++t) {
-            const double diff = static_cast<double>(x[i * d + t]) - x[static_cast<std::size_t>(j) * d + t];
+            const double diff = static_cast<double>(x[i * d + t]) -
+                               static_cast<double>(x[static_cast<std::size_t>(j) * d + t]);
             s += diff * diff;
           }
           row.emplace_back(s, j);

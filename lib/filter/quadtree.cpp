@@ -46,9 +46,10 @@ void QuadTree::build(std::int32_t c, int depth) {
   // Quadrants in order: (left, bottom), (right, bottom), (left, top), (right, top).
   auto* b = order_.data() + cell.begin;
   auto* e = order_.data() + cell.end;
-  auto* mid = std::partition(b, e, [&](std::int32_t i) { return y_[2 * i + 1] < cell.cy; });
-  auto* q1 = std::partition(b, mid, [&](std::int32_t i) { return y_[2 * i] < cell.cx; });
-  auto* q3 = std::partition(mid, e, [&](std::int32_t i) { return y_[2 * i] < cell.cx; });
+  const double cx = cell.cx, cy = cell.cy;
+  auto* mid = std::partition(b, e, [&](std::int32_t i) { return y_[2 * i + 1] < cy; });
+  auto* q1 = std::partition(b, mid, [&](std::int32_t i) { return y_[2 * i] < cx; });
+  auto* q3 = std::partition(mid, e, [&](std::int32_t i) { return y_[2 * i] < cx; });
   const std::int32_t bounds[5] = {cell.begin, static_cast<std::int32_t>(q1 - order_.data()),
                                   static_cast<std::int32_t>(mid - order_.data()),
                                   static_cast<std::int32_t>(q3 - order_.data()), cell.end};
@@ -70,7 +71,7 @@ void QuadTree::repulsion(std::size_t i, double theta, double& fx, double& fy, do
   while (top > 0) {
     const Cell& c = cells_[static_cast<std::size_t>(stack[--top])];
     if (c.count == 0) continue;
-    const double dx = xi - c.mx, dy = yi - c.my, d2 = dx * dx + dy * dy;
+    const double dx = xi - double(c.mx), dy = yi - double(c.my), d2 = dx * dx + dy * dy;
     const double width2 = 4.0 * double(c.h) * double(c.h);
     if (c.count > 1 && width2 < theta2 * d2) {
       const double w = 1.0 / (1.0 + d2);
