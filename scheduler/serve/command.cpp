@@ -52,6 +52,12 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "seconds after which a running job with no rank connected is finished")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--lost-after", o->lost_after_s,
+                  "seconds after its running epoch was due (plan sent + predicted epoch time) that "
+                  "a job with no rank connected is shown as lost; it runs again when a rank "
+                  "reconnects")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--idle-timeout", o->idle_timeout_s, "seconds a registered agent may stay silent")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
