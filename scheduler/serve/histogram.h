@@ -16,8 +16,8 @@ struct Histogram {
     sum += v;
     ++count;
   }
-  std::vector<double> bounds;          // ascending upper bounds; +Inf is implied (= count)
-  std::vector<std::uint64_t> counts;   // cumulative: observations <= bounds[i]
+  std::vector<double> bounds;         // ascending upper bounds; +Inf is implied (= count)
+  std::vector<std::uint64_t> counts;  // cumulative: observations <= bounds[i]
   double sum = 0;
   std::uint64_t count = 0;
 };

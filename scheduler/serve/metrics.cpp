@@ -54,7 +54,9 @@ std::string quoted(const std::string& v) {
   return out + "\"";
 }
 
-std::string job_label(const std::string& id) { return "job_id=" + quoted(id); }
+std::string job_label(const std::string& id) {
+  return "job_id=" + quoted(id);
+}
 
 std::string rank_label(const std::string& id, std::size_t rank) {
   return job_label(id) + ",rank=\"" + std::to_string(rank) + "\"";
@@ -65,11 +67,12 @@ void daemon_families(Out& o, const JobTable& jobs, const Stats& st) {
   o.family("dbs_build_info", "gauge", "1, labelled with the daemon's version and build.");
   o.sample("dbs_build_info",
            "version=" + quoted(b.version) + ",revision=" + quoted(b.git) +
-               ",buildtype=" + quoted(b.build_type) + ",simd=" + quoted(b.simd) +
-               ",protocol=\"" + std::to_string(proto::kVersion) + "\"",
+               ",buildtype=" + quoted(b.build_type) + ",simd=" + quoted(b.simd) + ",protocol=\"" +
+               std::to_string(proto::kVersion) + "\"",
            1);
   if (const auto p = read_process_stats()) {
-    o.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    o.family("process_cpu_seconds_total", "counter",
+             "Total user and system CPU time spent in seconds.");
     o.sample("process_cpu_seconds_total", "", p->cpu_seconds);
     o.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
     o.sample("process_resident_memory_bytes", "", p->resident_bytes);

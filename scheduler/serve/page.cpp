@@ -11,8 +11,8 @@
 namespace dbs::scheduler {
 namespace {
 
-constexpr int kRowsShown = 64;   // table rows per job
-constexpr int kRanksNamed = 8;   // ranks named in the not-connected warning
+constexpr int kRowsShown = 64;  // table rows per job
+constexpr int kRanksNamed = 8;  // ranks named in the not-connected warning
 
 // Throughput or batch size per rank over the epochs. Epoch e (from 1) is the step over
 // [e - 0.5, e + 0.5), so the x axis labels each epoch under its step and no epoch that did not
@@ -22,7 +22,8 @@ std::string rank_chart(const Job& job, bool batch) {
   std::vector<std::vector<double>> rows;
   for (const auto& row : job.history()) {
     x.push_back(static_cast<double>(row.epoch) + 0.5);
-    rows.push_back(batch ? std::vector<double>(row.batch.begin(), row.batch.end()) : row.throughput);
+    rows.push_back(batch ? std::vector<double>(row.batch.begin(), row.batch.end())
+                         : row.throughput);
   }
   if (!x.empty()) x.push_back(x.back() + 1);
   chart::Chart c{batch ? "Batch size per rank" : "Throughput per rank", "epoch",
@@ -32,7 +33,9 @@ std::string rank_chart(const Job& job, bool batch) {
   return chart::render(c);
 }
 
-std::string seconds(double s) { return s > 0 ? format("%.3g s", s) : "-"; }
+std::string seconds(double s) {
+  return s > 0 ? format("%.3g s", s) : "-";
+}
 
 // Efficiency, epoch times and the last report's age, each in a span a test can find by class.
 std::string figures(const LiveJob& live) {
@@ -78,19 +81,19 @@ std::string table(const LiveJob& live) {
   const EpochHistory* last = j.history().empty() ? nullptr : &j.history().back();
   const std::string ran = last != nullptr ? "epoch " + std::to_string(last->epoch + 1) : "ran";
   const bool now = !live.finished;  // a column for the plan of the epoch running now
-  std::string s = "<table><thead><tr><th>rank</th><th>host</th><th>connected</th><th>batch, " +
-                  ran + "</th><th>samples/s, " + ran + "</th>" +
-                  (now ? "<th>batch, epoch " + std::to_string(j.current().epoch + 1) +
-                             " (now)</th>"
-                       : "") +
-                  "<th>last report</th></tr></thead><tbody>";
+  std::string s =
+      "<table><thead><tr><th>rank</th><th>host</th><th>connected</th><th>batch, " + ran +
+      "</th><th>samples/s, " + ran + "</th>" +
+      (now ? "<th>batch, epoch " + std::to_string(j.current().epoch + 1) + " (now)</th>" : "") +
+      "<th>last report</th></tr></thead><tbody>";
   for (int r = 0; r < j.world() && r < kRowsShown; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const policy::Report& report = j.last_reports()[i];
     const bool reported = last != nullptr && last->batch[i] > 0;
     s += "<tr class=\"rank\"><td>" + std::to_string(r) + "</td><td>" + chart::escape(j.hosts()[i]) +
-         "</td><td>" + (live.sessions[i] != nullptr ? "yes" : "no") + "</td><td class=\"ran-batch\">" +
-         (reported ? std::to_string(last->batch[i]) : "-") + "</td><td class=\"ran-throughput\">" +
+         "</td><td>" + (live.sessions[i] != nullptr ? "yes" : "no") +
+         "</td><td class=\"ran-batch\">" + (reported ? std::to_string(last->batch[i]) : "-") +
+         "</td><td class=\"ran-throughput\">" +
          (reported ? format("%.1f", last->throughput[i]) : "-") + "</td>" +
          (now ? "<td class=\"batch\">" + std::to_string(j.current().batch[i]) + "</td>" : "") +
          "<td>" + (report.epoch >= 0 ? "epoch " + std::to_string(report.epoch + 1) : "-") +
@@ -108,10 +111,9 @@ std::string job_section(const LiveJob& live) {
   std::string s = "<section class=\"job " + std::string(live.state()) + "\" id=\"job-" + id +
                   "\"><h2>job " + id + " <small><span class=\"state\">" + live.state() +
                   "</span>, epoch <span class=\"epoch\">" + std::to_string(live.shown_epoch()) +
-                  "</span>, " + std::to_string(live.connected()) + "/" +
-                  std::to_string(j.world()) + " ranks connected, policy " +
-                  chart::escape(j.config().policy) + ", global batch " +
-                  std::to_string(j.config().global_batch) + "</small></h2>";
+                  "</span>, " + std::to_string(live.connected()) + "/" + std::to_string(j.world()) +
+                  " ranks connected, policy " + chart::escape(j.config().policy) +
+                  ", global batch " + std::to_string(j.config().global_batch) + "</small></h2>";
   s += warning(live) + figures(live);
   s += "<p>plan: " + chart::escape(live.shown_plan().reason) + "</p>";
   s += "<p>" + std::to_string(j.plans()) + " plans, " + std::to_string(j.changes()) + " changes, " +

@@ -6,11 +6,11 @@
 namespace dbs::scheduler {
 
 struct ProcessStats {
-  double cpu_seconds = 0;       // user + system CPU time, seconds
-  double resident_bytes = 0;    // resident set size
-  double virtual_bytes = 0;     // virtual memory size
-  double open_fds = 0;          // open file descriptors
-  double max_fds = 0;           // the soft RLIMIT_NOFILE
+  double cpu_seconds = 0;         // user + system CPU time, seconds
+  double resident_bytes = 0;      // resident set size
+  double virtual_bytes = 0;       // virtual memory size
+  double open_fds = 0;            // open file descriptors
+  double max_fds = 0;             // the soft RLIMIT_NOFILE
   double start_time_seconds = 0;  // process start, seconds since the Unix epoch
 };
 

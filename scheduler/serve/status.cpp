@@ -62,7 +62,9 @@ json job_json(const LiveJob& live) {
           {"ranks", ranks}};
 }
 
-int state_order(const LiveJob& live) { return live.finished ? 2 : live.lost ? 1 : 0; }
+int state_order(const LiveJob& live) {
+  return live.finished ? 2 : live.lost ? 1 : 0;
+}
 
 }  // namespace
 

@@ -23,7 +23,7 @@ struct Stats {
   double report_timeout_s = 0;
   double lost_after_s = 0;
   Histogram journal_sync{journal_sync_buckets()};  // seconds per journal write + fdatasync
-  Histogram plan_latency{plan_latency_buckets()};  // seconds from an epoch's last report to its plan
+  Histogram plan_latency{plan_latency_buckets()};  // seconds from an epoch's last report to plan
 };
 
 // Per-rank rows in /status and per-rank series in /metrics stop after this many ranks of a job,

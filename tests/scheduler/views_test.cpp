@@ -75,12 +75,13 @@ TEST_CASE("Views.Metrics.NamesCarryUnitsAndTheJobIdLabel") {
     CAPTURE(gone);
     CHECK_FALSE(has(m, gone));
   }
-  CHECK(std::regex_search(m, std::regex("\ndbs_build_info\\{version=\"[0-9.]+\",revision=\"[^\"]+\"")));
+  CHECK(std::regex_search(
+      m, std::regex("\ndbs_build_info\\{version=\"[0-9.]+\",revision=\"[^\"]+\"")));
   CHECK(sample(m, "process_resident_memory_bytes") > 1e6);
   CHECK(sample(m, "process_open_fds") >= 5);  // listeners, sessions, HTTP
   const double started = sample(m, "process_start_time_seconds");
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   CHECK(started <= now + 1);
   CHECK(started > now - 3600);
   // Cumulative buckets: never decreasing, the last one every observation.
