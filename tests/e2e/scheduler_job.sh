@@ -13,6 +13,8 @@ cp "$TMP/token" "$TMP/token-shared" && chmod 640 "$TMP/token-shared"
 expect_fail "is accessible by group or others (mode 0640)" "$SCHED" serve --token-file "$TMP/token-shared"
 expect_fail "is not a loopback address" "$SCHED" serve --listen 0.0.0.0:0
 expect_fail "not a loopback address" "$SCHED" serve --listen 127.0.0.1:0 --http 0.0.0.0:0
+expect_fail "--lost-after: must be > 0, got 0" "$SCHED" serve --lost-after 0
+[ "$("$SCHED" serve --report-timeout -1 2>&1 | wc -c)" -lt 200 ] || fail "a bad number prints a long range"
 "$SCHED" serve --help | grep -q "Example" || fail "serve --help shows no example"
 
 "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
