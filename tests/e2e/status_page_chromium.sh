@@ -63,8 +63,11 @@ for _ in $(seq 100); do
 done
 [ "$(json_get "$TMP/lost.json" "d['jobs'][0]['state']")" = lost ] ||
   fail "the job is not lost 10 s after its agents died: $(cat "$TMP/lost.json")"
-curl -sf "http://$HTTP/" | grep -q '<p class="warning">Lost: 2 of 2 ranks not connected' ||
+# (saved first: grep -q would end the pipe early, and pipefail fail the curl)
+curl -sf "http://$HTTP/" >"$TMP/lost.xhtml" || fail "no page"
+grep -q '<p class="warning">Lost: 2 of 2 ranks not connected' "$TMP/lost.xhtml" ||
   fail "the page does not warn that the job is lost"
-curl -sf "http://$HTTP/metrics" | grep -qF 'dbs_job_state{job_id="page-job",state="lost"} 1' ||
+curl -sf "http://$HTTP/metrics" >"$TMP/lost.metrics" || fail "no /metrics"
+grep -qF 'dbs_job_state{job_id="page-job",state="lost"} 1' "$TMP/lost.metrics" ||
   fail "/metrics does not show the job lost"
 echo "status page ok: screenshot $shot"
