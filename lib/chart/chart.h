@@ -19,7 +19,7 @@ struct Series {
   std::vector<double> high;  // band only: upper edge, same size as y
   bool step = false;
   bool band = false;
-  bool dashed = false;
+  std::string dash;       // SVG stroke-dasharray ("5,4"); empty = solid
   bool markers = false;   // small circles at the points
   double opacity = 0.25;  // band fill
 };
@@ -45,6 +45,10 @@ std::string escape(std::string_view text);
 // Colour k of a palette of 10 that stay apart on white.
 std::string color(std::size_t k);
 
+// Dash pattern k (SVG stroke-dasharray) of 4: solid, dashed, dotted, dash-dot. Lines of equal
+// values drawn with different patterns show each other through their gaps.
+std::string dash_pattern(std::size_t k);
+
 // A round tick spacing (1, 2 or 5 x 10^k) giving about `count` intervals over span > 0.
 double nice_step(double span, int count);
 
@@ -56,7 +60,8 @@ inline constexpr std::size_t kLinesUpTo = 8;
 
 // Per-rank values over x: rows[k][i] is rank i's value at x[k] (for step series over
 // [x[k], x[k+1]), so x has rows.size() + 1 entries). Up to kLinesUpTo ranks: one line per rank
-// labelled "rank i"; more: min-max and 10th-90th percentile bands and the median line.
+// labelled "rank i", in color(i) and dash_pattern(i); more: min-max and 10th-90th percentile
+// bands and the median line.
 std::vector<Series> per_rank(const std::vector<double>& x,
                              const std::vector<std::vector<double>>& rows, bool step);
 

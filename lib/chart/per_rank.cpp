@@ -33,6 +33,7 @@ std::vector<Series> per_rank(const std::vector<double>& x,
   if (world <= kLinesUpTo) {
     for (std::size_t i = 0; i < world; ++i) {
       out.push_back(over(x, "rank " + std::to_string(i), color(i), step));
+      out.back().dash = dash_pattern(i);
       for (const auto& row : rows) out.back().y.push_back(at(row, i));
     }
     return out;

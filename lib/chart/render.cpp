@@ -52,7 +52,9 @@ std::string points(const std::vector<std::pair<double, double>>& p) {
   return out;
 }
 
-std::string dash(const Series& s) { return s.dashed ? " stroke-dasharray=\"5,4\"" : ""; }
+std::string dash(const Series& s) {
+  return s.dash.empty() ? "" : " stroke-dasharray=\"" + escape(s.dash) + "\"";
+}
 
 // Lines are drawn from 3.2 px (the first) down to 1.6 px (the last), so a line hidden under a
 // later one with the same values still shows at its edges.
@@ -117,6 +119,11 @@ std::string color(std::size_t k) {
   static const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                          "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
   return kPalette[k % std::size(kPalette)];
+}
+
+std::string dash_pattern(std::size_t k) {
+  static const char* const kPatterns[] = {"", "7,4", "2,3", "9,3,2,3"};
+  return kPatterns[k % std::size(kPatterns)];
 }
 
 double nice_step(double span, int count) {

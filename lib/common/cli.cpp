@@ -11,6 +11,10 @@ std::string version_line(std::string_view binary) {
          " build, SIMD " DBS_SIMD ")";
 }
 
+BuildInfo build_info() {
+  return {DBS_VERSION, DBS_GIT_DESCRIBE, DBS_BUILDTYPE, DBS_SIMD};
+}
+
 void add_version_flag(CLI::App& app, std::string_view binary) {
   app.set_version_flag("--version", [b = std::string(binary)] { return version_line(b); },
                        "print the version, git revision and build options, then exit");

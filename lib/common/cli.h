@@ -17,6 +17,15 @@ constexpr int runtime_error = 1;
 // "dbs-agent 0.1.0 (git 1a6b961; release build, SIMD -mavx2 -mfma)".
 std::string version_line(std::string_view binary);
 
+// The parts of version_line (for a build-info metric).
+struct BuildInfo {
+  std::string version;     // the project's version, "0.1.0"
+  std::string git;         // git describe --always --dirty ("unknown" outside git)
+  std::string build_type;  // meson buildtype
+  std::string simd;        // the SIMD flags of the fast kernels
+};
+BuildInfo build_info();
+
 // Adds --version to the app (prints version_line and exits 0).
 void add_version_flag(CLI::App& app, std::string_view binary);
 

@@ -70,11 +70,11 @@ std::string time_chart(const Replay& r) {
   }
   chart::Series ideal = series("ideal", "#777777", x);
   for (const EpochRun& e : r.results.front().epochs) ideal.y.push_back(e.ideal_s);
-  ideal.dashed = true;
+  ideal.dash = "5,4";
   c.series.push_back(std::move(ideal));
   chart::Series rec =
       series("recorded (" + r.header.settings.policy + ")", "#000000", x, r.recorded_s);
-  rec.dashed = true;
+  rec.dash = "5,4";
   rec.markers = true;
   c.series.push_back(std::move(rec));
   return chart::render(c);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 
 #include "lib/common/error.h"
 #include "lib/common/log.h"
@@ -12,6 +13,23 @@
 
 namespace dbs::scheduler {
 namespace {
+
+// A number > 0 (CLI::PositiveNumber names the range up to DBL_MAX in full, 300 digits).
+const CLI::Validator kPositive(
+    [](std::string& text) {
+      double v = 0;
+      try {
+        std::size_t used = 0;
+        v = std::stod(text, &used);
+        if (used != text.size()) return "'" + text + "' is not a number";
+      } catch (const std::out_of_range&) {
+        return "'" + text + "' is out of range";
+      } catch (const std::exception&) {
+        return "'" + text + "' is not a number";
+      }
+      return v > 0 ? std::string() : "must be > 0, got " + text;
+    },
+    "POSITIVE");
 
 int serve(const ServeOptions& o) {
   log::set_level(log::parse_level(o.log_level));
@@ -47,26 +65,32 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--report-timeout", o->report_timeout_s,
                   "seconds after an epoch's first report to plan without the missing ranks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--abandon-after", o->abandon_after_s,
                   "seconds after which a running job with no rank connected is finished")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  cmd->add_option("--lost-after", o->lost_after_s,
+                  "seconds after its running epoch was due (plan sent + predicted epoch time) that "
+                  "a job with no rank connected is shown as lost; it runs again when a rank "
+                  "reconnects")
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--idle-timeout", o->idle_timeout_s, "seconds a registered agent may stay silent")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--hello-timeout", o->hello_timeout_s, "seconds a new connection has to register")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--line-timeout", o->line_timeout_s, "seconds to finish a started message")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-connections", o->max_connections, "agent connections at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-jobs", o->max_jobs, "running jobs at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-message", o->max_message, "bytes per message")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));

@@ -38,6 +38,7 @@ void check_options(const ServeOptions& o) {
   };
   positive(o.report_timeout_s, "--report-timeout");
   positive(o.abandon_after_s, "--abandon-after");
+  positive(o.lost_after_s, "--lost-after");
   positive(o.idle_timeout_s, "--idle-timeout");
   positive(o.hello_timeout_s, "--hello-timeout");
   positive(o.line_timeout_s, "--line-timeout");
@@ -71,7 +72,7 @@ Daemon::Daemon(const ServeOptions& options)
                }),
       jobs_(io_, journal_,
             {options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s,
-             options_.max_world}),
+             options_.max_world, options_.lost_after_s}),
       handler_(jobs_, token_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_)) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
@@ -174,7 +175,10 @@ Stats Daemon::stats() const {
   s.rejected[static_cast<std::size_t>(proto::ErrorCode::limit)] += refused_;
   s.refused = refused_;
   s.journal_syncs = journal_.syncs();
+  s.journal_sync = journal_.sync_seconds();
+  s.plan_latency = jobs_.plan_latency();
   s.report_timeout_s = options_.report_timeout_s;
+  s.lost_after_s = options_.lost_after_s;
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "scheduler/serve/job.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "lib/common/fields.h"
 #include "lib/common/format.h"
@@ -135,6 +136,18 @@ void Job::commit(const EpochOutcome& o) {
     slowest = std::max(slowest, r.compute_s + r.comm_s);
   }
   if (o.missing.empty() && sum_v > 0 && slowest > 0) h.efficiency = samples / sum_v / slowest;
+  h.measured_s = slowest;
+  ran_ = plan_;
+  ran_.epoch = o.epoch;
+  if (o.missing.empty()) {  // what the ranks ran, as Job::plan plans from it
+    std::vector<int> batch(static_cast<std::size_t>(world_));
+    for (const auto& r : o.reports) batch[static_cast<std::size_t>(r.rank)] = r.batch;
+    if (std::accumulate(batch.begin(), batch.end(), std::int64_t{0}) == config_.global_batch &&
+        batch != ran_.batch) {
+      ran_.batch = batch;
+      ran_.offset = policy::offsets_of(batch);
+    }
+  }
   const std::size_t kept = history_kept();
   if (history_.size() >= kept)
     history_.erase(history_.begin(),

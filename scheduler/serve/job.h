@@ -30,6 +30,7 @@ struct EpochHistory {
   std::vector<int> batch;          // per rank, what it ran with (0 = no report)
   std::vector<double> throughput;  // per rank, samples / compute_s (0 = no report)
   double efficiency = 0;           // 0 = not every rank reported
+  double measured_s = 0;           // slowest reported compute_s + comm_s, seconds (0 = none)
 };
 
 class Job {
@@ -60,6 +61,10 @@ class Job {
   int world() const { return world_; }
   const policy::Settings& config() const { return config_; }
   const policy::Plan& current() const { return plan_; }  // the plan of the running epoch
+  // The plan the last planned epoch ran under (batch sizes as its ranks reported them when all
+  // did), nullptr before the first planned epoch. After the last epoch of a job, current() is
+  // the plan of an epoch that never runs: what ran is this one.
+  const policy::Plan* ran() const { return plans_ > 0 ? &ran_ : nullptr; }
   const policy::Plan& initial() const { return initial_; }
   std::int64_t reports() const { return reports_; }  // reports planned from
   std::int64_t plans() const { return plans_; }
@@ -77,7 +82,7 @@ class Job {
   int world_;
   policy::Settings config_;
   std::unique_ptr<policy::Policy> policy_;
-  policy::Plan initial_, plan_;
+  policy::Plan initial_, plan_, ran_;
   std::vector<policy::Report> pending_, last_;
   std::vector<char> have_;
   int received_ = 0;

@@ -32,6 +32,16 @@ int LiveJob::connected() const {
   return n;
 }
 
+const policy::Plan& LiveJob::shown_plan() const {
+  if (!finished) return job->current();
+  return job->ran() != nullptr ? *job->ran() : job->initial();
+}
+
+std::int64_t LiveJob::shown_epoch() const {
+  if (finished && job->ran() == nullptr) return 0;
+  return shown_plan().epoch + 1;
+}
+
 void LiveJob::set_plan(policy::Plan durable) {
   plan = std::make_shared<const proto::PlanLines>(job->id(), std::move(durable));
 }
@@ -50,9 +60,17 @@ std::string trace_start(const Job& job) {
 JobTable::JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits)
     : io_(io), journal_(journal), limits_(limits), sweep_(io) {}
 
+std::size_t JobTable::lost() const {
+  std::size_t n = 0;
+  for (const auto& [id, live] : jobs_) n += !live->finished && live->lost ? 1 : 0;
+  return n;
+}
+
 void JobTable::start_sweeps() {
+  const double every_s =
+      std::max(0.01, std::min({60.0, limits_.abandon_after_s / 4, limits_.lost_after_s / 4}));
   sweep_.expires_after(std::chrono::duration_cast<net::Clock::duration>(
-      std::chrono::duration<double>(std::min(60.0, limits_.abandon_after_s / 4))));
+      std::chrono::duration<double>(every_s)));
   sweep_.async_wait([this](const net::error_code& ec) {
     if (ec) return;  // stopping
     sweep();
@@ -63,10 +81,21 @@ void JobTable::start_sweeps() {
 void JobTable::sweep() {
   const auto now = net::Clock::now();
   const auto limit = std::chrono::duration<double>(limits_.abandon_after_s);
+  const auto lost_after = std::chrono::duration<double>(limits_.lost_after_s);
   std::vector<std::string> abandoned;
-  for (const auto& [id, live] : jobs_)
-    if (!live->finished && live->connected() == 0 && now - live->last_seen > limit)
-      abandoned.push_back(id);
+  for (const auto& [id, live] : jobs_) {
+    if (live->finished || live->connected() > 0) continue;
+    if (now - live->last_seen > limit) abandoned.push_back(id);
+    const auto due = live->planned_at + std::chrono::duration_cast<net::Clock::duration>(
+                                            std::chrono::duration<double>(
+                                                live->job->current().predicted_epoch_s));
+    if (!live->lost && now - std::max(live->last_seen, due) > lost_after) {
+      live->lost = true;
+      log::warn("job '" + id + "' lost: no rank connected for " +
+                format_seconds(limits_.lost_after_s) + " after epoch " +
+                std::to_string(live->job->current().epoch + 1) + " was due");
+    }
+  }
   for (const auto& id : abandoned)
     finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(limits_.abandon_after_s));
 }
@@ -122,6 +151,11 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   }
   slot = &session;
   live.last_seen = net::Clock::now();
+  if (live.lost) {
+    live.lost = false;
+    log::info("job '" + m.job + "' running again: rank " + std::to_string(m.rank) +
+              " registered");
+  }
   live.job->set_host(m.rank, m.host);
   peer = {m.job, m.rank, live.serial};
   session.set_registered(idle_s);
@@ -147,6 +181,7 @@ void JobTable::on_report(net::LineSession& session, const Peer& peer, const prot
                                               " on a connection registered as rank " +
                                               std::to_string(peer.rank));
   if (live.finished) throw ProtocolError(ErrorCode::state, "job '" + m.job + "' has finished");
+  live.last_report = std::chrono::system_clock::now();
   switch (live.job->add(m.report)) {
     case Job::Accepted::first:
       arm_timeout(live);
@@ -184,6 +219,7 @@ void JobTable::arm_timeout(LiveJob& live) {
 }
 
 void JobTable::plan_epoch(LiveJob& live) {
+  const auto started = net::Clock::now();
   Job& job = *live.job;
   EpochOutcome o = job.plan(limits_.report_timeout_s);
   job.commit(o);
@@ -193,7 +229,7 @@ void JobTable::plan_epoch(LiveJob& live) {
   log::debug("job '" + job.id() + "' epoch " + std::to_string(o.plan.epoch + 1) + ": " +
              net::printable(o.plan.reason));
   Journal::Entry e;
-  e.done = deliver(job.id(), o.plan);
+  e.done = deliver(job.id(), o.plan, started);
   if (journal_.enabled()) {  // without a state directory there is nothing to write
     e.job = job.id();
     auto shared = std::make_shared<const std::pair<EpochOutcome, std::vector<std::string>>>(
@@ -208,12 +244,16 @@ void JobTable::plan_epoch(LiveJob& live) {
   journal_.append(std::move(e));
 }
 
-std::function<void()> JobTable::deliver(const std::string& job, policy::Plan plan) {
-  return [this, job, plan = std::move(plan)] {
+std::function<void()> JobTable::deliver(const std::string& job, policy::Plan plan,
+                                        std::optional<net::Clock::time_point> planned_at) {
+  return [this, job, plan = std::move(plan), planned_at] {
     const auto it = jobs_.find(job);
     if (it == jobs_.end()) return;
     LiveJob& live = *it->second;
     live.set_plan(plan);
+    live.planned_at = net::Clock::now();
+    if (planned_at)
+      plan_latency_.observe(std::chrono::duration<double>(live.planned_at - *planned_at).count());
     for (int r = 0; r < live.job->world(); ++r) live.send_plan(r);
   };
 }

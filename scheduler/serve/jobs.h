@@ -4,16 +4,19 @@
 // sends it and closes that connection).
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/net/asio.h"
 #include "lib/net/session.h"
 #include "lib/proto/codec.h"
+#include "scheduler/serve/histogram.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
 #include "scheduler/serve/state_dir.h"
@@ -35,9 +38,20 @@ struct LiveJob {
   std::vector<char> done;                                // ranks that said goodbye with done
   net::asio::steady_timer timer;                         // report timeout of the running epoch
   net::Clock::time_point last_seen = net::Clock::now();  // a rank was last connected
+  net::Clock::time_point planned_at = net::Clock::now();  // the running epoch's plan was sent
+  std::chrono::system_clock::time_point last_report{};   // a rank last reported (epoch 0: none)
   std::shared_ptr<const proto::PlanLines> plan;          // the last durable plan (or none)
   bool finished = false;
+  // No rank connected for lost_after_s past the time the running epoch was due to end (its plan
+  // sent + its predicted epoch time): the agents are gone (Ctrl-C, a killed allocation). Cleared
+  // when a rank registers again; abandon_after_s later the job is finished.
+  bool lost = false;
   int connected() const;
+  const char* state() const { return finished ? "finished" : lost ? "lost" : "running"; }
+  // The plan an operator is shown: the running epoch's, or for a finished job the last one that
+  // ran (Job::ran; the initial plan when none ran). The epoch it shows counts from 1 (0: none ran).
+  const policy::Plan& shown_plan() const;
+  std::int64_t shown_epoch() const;
   void set_plan(policy::Plan durable);
   // Sends `rank` its share of the durable plan (protocol.h, step 4), if connected.
   void send_plan(int rank) const;
@@ -48,6 +62,7 @@ struct JobLimits {
   std::size_t max_jobs = 1000;     // running jobs at once
   double abandon_after_s = 86400;  // finish a running job no rank was connected to this long
   int max_world = 65536;           // ranks per job
+  double lost_after_s = 120;       // mark a job lost this long after its epoch was due (LiveJob)
 };
 
 class JobTable {
@@ -72,12 +87,16 @@ class JobTable {
   void on_goodbye(const net::LineSession& session, const Peer& peer, bool done);
   void on_close(net::LineSession& session, const Peer& peer);
   void stop();  // cancels the timers
-  // A job that lost all its ranks without goodbye (the job crashed) is finished after
-  // abandon_after_s; this checks every so often from now on.
+  // A job that lost all its ranks without goodbye (the job crashed) is marked lost after
+  // lost_after_s and finished after abandon_after_s; this checks every so often from now on.
   void start_sweeps();
 
   const std::map<std::string, std::unique_ptr<LiveJob>>& jobs() const { return jobs_; }
-  std::size_t running() const { return jobs_.size() - finished_.size(); }
+  std::size_t running() const { return jobs_.size() - finished_.size(); }  // lost ones included
+  std::size_t lost() const;
+  // Seconds from the report that completed an epoch (or its report timeout) to its plan being
+  // sent to the ranks: planning plus the journal sync.
+  const Histogram& plan_latency() const { return plan_latency_; }
   double report_timeout_s() const { return limits_.report_timeout_s; }
 
   static constexpr std::size_t kFinishedKept = 100;  // finished jobs still shown
@@ -94,7 +113,9 @@ class JobTable {
   void finish(LiveJob& live, const std::string& why);
   void sweep();
   // Runs on the io thread once the plan is journalled: remember it and send it to the ranks.
-  std::function<void()> deliver(const std::string& job, policy::Plan plan);
+  // planned_at: when planning started (timed into plan_latency); none for a job's first plan.
+  std::function<void()> deliver(const std::string& job, policy::Plan plan,
+                                std::optional<net::Clock::time_point> planned_at = {});
 
   net::asio::io_context& io_;
   Journal& journal_;
@@ -105,6 +126,7 @@ class JobTable {
   std::uint64_t serials_ = 0;
   int finished_since_compaction_ = 0;
   std::vector<Quarantined> quarantined_;
+  Histogram plan_latency_{plan_latency_buckets()};
 };
 
 // The header and initial plan lines of a job's trace.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -74,6 +75,11 @@ std::uint64_t Journal::syncs() const {
   return syncs_;
 }
 
+Histogram Journal::sync_seconds() const {
+  std::lock_guard lock(mutex_);
+  return sync_seconds_;
+}
+
 void Journal::run() {
   std::map<std::string, std::FILE*> traces;
   std::vector<Entry> batch;
@@ -89,11 +95,14 @@ void Journal::run() {
       if (e.render_line) e.render_line(e);
       lines += e.line;
     }
+    const auto started = std::chrono::steady_clock::now();
     bool ok = !failed_ && write_all(fd_, lines) && ::fdatasync(fd_) == 0;
     std::string error = ok ? "" : dir_ + "/journal.jsonl: " + std::strerror(errno);
     if (ok) {
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
       std::lock_guard lock(mutex_);
       ++syncs_;
+      sync_seconds_.observe(took.count());
     }
     if (ok) {  // durable: the plans may go
       std::vector<std::function<void()>> done;

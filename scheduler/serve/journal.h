@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lib/net/asio.h"
+#include "scheduler/serve/histogram.h"
 
 namespace dbs::scheduler {
 
@@ -51,6 +52,7 @@ class Journal {
   void stop();
   bool enabled() const { return !dir_.empty(); }
   std::uint64_t syncs() const;  // fdatasync calls so far
+  Histogram sync_seconds() const;  // seconds per write + fdatasync of a batch, a copy
   std::uint64_t trace_failures() const { return trace_failures_; }  // trace writes lost
   std::uint64_t compactions() const { return compactions_; }
 
@@ -71,6 +73,7 @@ class Journal {
   std::vector<Entry> queue_;
   bool stopping_ = false, failed_ = false;
   std::uint64_t syncs_ = 0;
+  Histogram sync_seconds_{journal_sync_buckets()};
   std::atomic<std::uint64_t> trace_failures_{0}, compactions_{0};
   std::thread writer_;
 };

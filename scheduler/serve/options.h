@@ -15,6 +15,8 @@ struct ServeOptions {
   double report_timeout_s = 5;            // plan an epoch this long after its first report
                                           // (below the agents' --scheduler-timeout, 10 s)
   double abandon_after_s = 86400;         // finish a running job no rank was connected to this long
+  double lost_after_s = 120;              // mark a job lost when no rank is connected this long
+                                          // after its running epoch was due to end
   double idle_timeout_s = 120;            // drop a registered agent silent this long
   double hello_timeout_s = 10;            // a new connection must register within this
   double line_timeout_s = 10;             // an unfinished message must complete within this

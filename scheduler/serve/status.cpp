@@ -6,9 +6,89 @@
 #include "scheduler/serve/views.h"
 
 namespace dbs::scheduler {
+namespace {
+
+using nlohmann::json;
+
+// A plan's JSON with its per-rank arrays cut to the first `shown` ranks.
+json plan_json(const policy::Plan& p, int shown) {
+  json plan = policy::to_json(p);
+  for (const char* key : {"batch", "offset", "throughput"})
+    if (plan.contains(key) && plan[key].size() > static_cast<std::size_t>(shown))
+      plan[key].get_ref<json::array_t&>().resize(static_cast<std::size_t>(shown));
+  return plan;
+}
+
+json job_json(const LiveJob& live) {
+  const Job& j = *live.job;
+  const policy::Plan& shown_plan = live.shown_plan();
+  const EpochHistory* last = j.history().empty() ? nullptr : &j.history().back();
+  const int shown = std::min(j.world(), kRanksShown);
+  json ranks = json::array();
+  for (int r = 0; r < shown; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const policy::Report& report = j.last_reports()[i];
+    json rank = {{"rank", r},
+                 {"host", j.hosts()[i]},
+                 {"connected", live.sessions[i] != nullptr},
+                 {"batch", shown_plan.batch[i]},
+                 {"throughput", report.throughput()},
+                 {"last_epoch", report.epoch + 1}};
+    // What rank r ran in the last planned epoch (the charts' last step; null: no report).
+    rank["ran_batch"] = last != nullptr && last->batch[i] > 0 ? json(last->batch[i]) : json();
+    rank["ran_throughput"] =
+        last != nullptr && last->batch[i] > 0 ? json(last->throughput[i]) : json();
+    ranks.push_back(std::move(rank));
+  }
+  const double age = last_report_age_s(live);
+  return {{"job", j.id()},
+          {"state", live.state()},
+          {"world", j.world()},
+          {"connected", live.connected()},
+          {"config", policy::to_json(j.config())},
+          {"epoch", live.shown_epoch()},  // running: the epoch running now; finished: the last
+          {"ran_epoch", last != nullptr ? last->epoch + 1 : 0},  // last planned from reports
+          {"reports", j.reports()},
+          {"plans", j.plans()},
+          {"plan_changes", j.changes()},
+          {"report_timeouts", j.timeouts()},
+          {"efficiency", last_efficiency(j)},
+          {"measured_epoch_s", last != nullptr ? last->measured_s : 0.0},
+          {"predicted_epoch_s", shown_plan.predicted_epoch_s},
+          {"ideal_epoch_s", shown_plan.ideal_epoch_s},
+          {"last_report_age_s", age < 0 ? json() : json(age)},
+          {"plan", plan_json(shown_plan, shown)},  // the plan of "epoch"
+          {"ranks_shown", shown},
+          {"ranks", ranks}};
+}
+
+int state_order(const LiveJob& live) {
+  return live.finished ? 2 : live.lost ? 1 : 0;
+}
+
+}  // namespace
+
+std::vector<const LiveJob*> jobs_in_order(const JobTable& jobs) {
+  std::vector<const LiveJob*> out;
+  for (const auto& [id, live] : jobs.jobs()) out.push_back(live.get());
+  std::stable_sort(out.begin(), out.end(), [](const LiveJob* a, const LiveJob* b) {
+    return state_order(*a) < state_order(*b);
+  });  // jobs() is by id already
+  return out;
+}
+
+double last_efficiency(const Job& j) {
+  for (auto it = j.history().rbegin(); it != j.history().rend(); ++it)
+    if (it->efficiency > 0) return it->efficiency;
+  return 0;
+}
+
+double last_report_age_s(const LiveJob& live) {
+  if (live.last_report.time_since_epoch().count() == 0) return -1;
+  return std::chrono::duration<double>(std::chrono::system_clock::now() - live.last_report).count();
+}
 
 nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jobs) {
-  using nlohmann::json;
   json rejected = json::object();
   for (std::size_t c = 0; c < st.rejected.size(); ++c)
     rejected[proto::name(static_cast<proto::ErrorCode>(c))] = st.rejected[c];
@@ -19,9 +99,11 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
                 {"messages", st.messages},
                 {"rejected", rejected},
                 {"journal_syncs", st.journal_syncs},
-                {"report_timeout_s", st.report_timeout_s}}},
+                {"report_timeout_s", st.report_timeout_s},
+                {"lost_after_s", st.lost_after_s}}},
               {"jobs", json::array()}};
-  out["daemon"]["jobs_running"] = jobs.running();
+  out["daemon"]["jobs_running"] = jobs.running() - jobs.lost();
+  out["daemon"]["jobs_lost"] = jobs.lost();
   out["daemon"]["jobs_finished"] = jobs.jobs().size() - jobs.running();
   out["quarantined"] = json::array();
   for (const auto& q : jobs.quarantined())
@@ -32,44 +114,7 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
     out["hidden"] = "job ids and hosts are shown on loopback or with the daemon token";
     return out;
   }
-  for (const auto& [id, live] : jobs.jobs()) {
-    const Job& j = *live->job;
-    json ranks = json::array();
-    const int shown = std::min(j.world(), kRanksShown);
-    for (int r = 0; r < shown; ++r) {
-      const auto i = static_cast<std::size_t>(r);
-      const policy::Report& last = j.last_reports()[i];
-      ranks.push_back(
-          {{"rank", r},
-           {"host", j.hosts()[i]},
-           {"connected", live->sessions[i] != nullptr},
-           {"batch", j.current().batch[i]},
-           {"throughput",
-            last.throughput()},
-           {"last_epoch", last.epoch + 1}});
-    }
-    double efficiency = 0;
-    for (auto it = j.history().rbegin(); it != j.history().rend() && efficiency == 0; ++it)
-      efficiency = it->efficiency;
-    json plan = policy::to_json(j.current());
-    for (const char* key : {"batch", "offset", "throughput"})
-      if (plan.contains(key) && plan[key].size() > static_cast<std::size_t>(shown))
-        plan[key].get_ref<json::array_t&>().resize(static_cast<std::size_t>(shown));
-    out["jobs"].push_back({{"job", id},
-                           {"state", live->finished ? "finished" : "running"},
-                           {"world", j.world()},
-                           {"connected", live->connected()},
-                           {"config", policy::to_json(j.config())},
-                           {"epoch", j.current().epoch + 1},
-                           {"reports", j.reports()},
-                           {"plans", j.plans()},
-                           {"plan_changes", j.changes()},
-                           {"report_timeouts", j.timeouts()},
-                           {"efficiency", efficiency},
-                           {"plan", plan},  // per-rank arrays: the first ranks_shown ranks
-                           {"ranks_shown", shown},
-                           {"ranks", ranks}});
-  }
+  for (const LiveJob* live : jobs_in_order(jobs)) out["jobs"].push_back(job_json(*live));
   return out;
 }
 

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "scheduler/serve/histogram.h"
 #include "scheduler/serve/jobs.h"
 
 namespace dbs::scheduler {
@@ -19,11 +21,22 @@ struct Stats {
   std::uint64_t refused = 0;                 // connections refused over the limit
   std::uint64_t journal_syncs = 0;
   double report_timeout_s = 0;
+  double lost_after_s = 0;
+  Histogram journal_sync{journal_sync_buckets()};  // seconds per journal write + fdatasync
+  Histogram plan_latency{plan_latency_buckets()};  // seconds from an epoch's last report to plan
 };
 
 // Per-rank rows in /status and per-rank series in /metrics stop after this many ranks of a job,
 // so that a body stays within a few MB whatever the worlds (the page shows 64 rows).
 inline constexpr int kRanksShown = 256;
+
+// The jobs as the page and /status list them: running first, then lost, then finished, each
+// group by id.
+std::vector<const LiveJob*> jobs_in_order(const JobTable& jobs);
+// The efficiency of the last epoch every rank reported (0: none yet).
+double last_efficiency(const Job& job);
+// Seconds since a rank of the job last reported (negative: none since the daemon started).
+double last_report_age_s(const LiveJob& live);
 
 // with_jobs false (a client neither on loopback nor holding the token): the daemon's own
 // figures only, no job ids, hosts or per-job series.

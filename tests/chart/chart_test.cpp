@@ -197,3 +197,34 @@ TEST_CASE("Chart.Render.EmptyAndLegendRows") {
   CHECK(height(narrow) > one_row + 17);    // the legend wraps into more rows
   CHECK(has(texts(narrow), "rank 7"));
 }
+
+TEST_CASE("Chart.PerRank.EqualLinesDifferInDashPattern") {
+  const std::vector<std::vector<double>> rows{{64, 64}, {64, 64}};  // two ranks, equal batches
+  Chart c;
+  c.series = per_rank({0.5, 1.5, 2.5}, rows, true);
+  REQUIRE(c.series.size() == 2);
+  CHECK(c.series[0].dash.empty());
+  CHECK_FALSE(c.series[1].dash.empty());
+  CHECK(c.series[0].color != c.series[1].color);
+  const std::string svg = render(c);
+  REQUIRE(count(svg, "<polyline") == 2);
+  CHECK(polyline(svg, 0) == polyline(svg, 1));  // same values: the dashes keep both visible
+  const std::size_t second = svg.rfind("<polyline");
+  CHECK(svg.substr(second, svg.find("/>", second) - second).find("stroke-dasharray=\"7,4\"") !=
+        std::string::npos);
+  CHECK(count(svg, "stroke-dasharray=\"7,4\"") == 2);  // the line and its legend entry
+  for (std::size_t k = 0; k < 4; ++k)
+    for (std::size_t j = k + 1; j < 4; ++j) CHECK(dash_pattern(k) != dash_pattern(j));
+}
+
+TEST_CASE("Chart.Render.EpochsCentredUnderTheirSteps") {
+  // Epochs 1..6 as steps over [e - 0.5, e + 0.5): the x axis labels 1..6 and nothing else.
+  Chart c = line_chart({0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5}, {1000, 2000, 3000, 4000, 5000, 6000},
+                       true);
+  c.y_from_zero = false;  // y ticks 1000..6000: every short label is an x tick
+  const auto labels = texts(render(c));
+  for (const char* want : {"1", "2", "3", "4", "5", "6"}) CHECK(has(labels, want));
+  CHECK_FALSE(has(labels, "0"));
+  CHECK_FALSE(has(labels, "7"));
+  CHECK_FALSE(has(labels, "0.5"));
+}

@@ -41,3 +41,41 @@ assert len(a) == len(b)
 print(max(abs(x - y) for x, y in zip(a, b)), max(abs(x) for x in a))
 PY
 }
+# need_package PKG COMMAND: installs Debian package PKG when COMMAND is missing (agents/setup.sh),
+# or skips the test (exit 77) saying why.
+need_package() {
+  command -v "$2" >/dev/null && return 0
+  # shellcheck source=../../agents/setup.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../../agents/setup.sh"
+  dbs_install_missing "$1" >&2 || true
+  command -v "$2" >/dev/null || { echo "skipped: $2 missing and package $1 could not be installed"; exit 77; }
+}
+# free_port: a TCP port on 127.0.0.1 free at the moment of asking.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, a token
+# ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
+# caller's EXIT trap kills $DAEMON_PID.
+start_daemon() {
+  [ -f "$TMP/token" ] || { head -c 32 /dev/urandom | base64 >"$TMP/token"; chmod 600 "$TMP/token"; }
+  rm -f "$TMP/ready.json"
+  "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
+    --ready-file "$TMP/ready.json" "$@" >>"$TMP/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  disown "$DAEMON_PID"  # killed by the trap without a job report
+  for _ in $(seq 200); do [ -s "$TMP/ready.json" ] && break; sleep 0.05; done
+  [ -s "$TMP/ready.json" ] || fail "daemon not ready: $(cat "$TMP/daemon.log")"
+  LISTEN=$(json_get "$TMP/ready.json" "d['listen']")
+  HTTP=$(json_get "$TMP/ready.json" "d['http']")
+}
+# run_job JOB EPOCHS [AGENT ARGS...]: a 2-rank lenet job of EPOCHS epochs on small data through
+# the daemon at $LISTEN, holding the job's key; its output in $TMP/JOB.out.
+run_job() {
+  local job=$1 epochs=$2
+  shift 2
+  (umask 077 && "$SCHED" job-key --token-file "$TMP/token" "$job" >"$TMP/$job.key")
+  DBS_SCHEDULER=$LISTEN DBS_TOKEN_FILE=$TMP/$job.key "${MPIRUN[@]}" -x DBS_SCHEDULER -x DBS_TOKEN_FILE \
+    -np 2 "$AGENT" --model lenet --epochs "$epochs" --train-limit 1000 --test-limit 200 --threads 1 \
+    --no-progress --job "$job" --scheduler-timeout 30 "$@" >"$TMP/$job.out" 2>&1
+}

@@ -13,6 +13,8 @@ cp "$TMP/token" "$TMP/token-shared" && chmod 640 "$TMP/token-shared"
 expect_fail "is accessible by group or others (mode 0640)" "$SCHED" serve --token-file "$TMP/token-shared"
 expect_fail "is not a loopback address" "$SCHED" serve --listen 0.0.0.0:0
 expect_fail "not a loopback address" "$SCHED" serve --listen 127.0.0.1:0 --http 0.0.0.0:0
+expect_fail "--lost-after: must be > 0, got 0" "$SCHED" serve --lost-after 0
+[ "$("$SCHED" serve --report-timeout -1 2>&1 | wc -c)" -lt 200 ] || fail "a bad number prints a long range"
 "$SCHED" serve --help | grep -q "Example" || fail "serve --help shows no example"
 
 "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
@@ -46,10 +48,12 @@ print("same plans:", [(p["epoch"], p["batch"]) for p in agents])
 PY
 
 curl -sf "http://$http/metrics" >"$TMP/metrics" || fail "no /metrics"
-for want in 'dbs_job_ranks{job="e2e-job"} 2' 'dbs_job_epoch{job="e2e-job"} 4' \
-  'dbs_job_reports_total{job="e2e-job"} 6' 'dbs_job_finished{job="e2e-job"} 1' \
-  'dbs_rank_batch{job="e2e-job",rank="1"}' 'dbs_rank_throughput{job="e2e-job",rank="0"}' \
-  'dbs_job_efficiency{job="e2e-job"}' 'dbs_job_plan_changes_total{job="e2e-job"}'; do
+# After 3 epochs the job shows epoch 3 (not the plan of an epoch 4 that never ran).
+for want in 'dbs_job_ranks{job_id="e2e-job"} 2' 'dbs_job_epoch{job_id="e2e-job"} 3' \
+  'dbs_job_reports_total{job_id="e2e-job"} 6' 'dbs_job_state{job_id="e2e-job",state="finished"} 1' \
+  'dbs_rank_batch{job_id="e2e-job",rank="1"}' \
+  'dbs_rank_throughput_samples_per_second{job_id="e2e-job",rank="0"}' \
+  'dbs_job_efficiency_ratio{job_id="e2e-job"}' 'dbs_job_plan_changes_total{job_id="e2e-job"}'; do
   grep -qF "$want" "$TMP/metrics" || fail "/metrics lacks $want"
 done
 curl -sf "http://$http/status" >"$TMP/status.json" || fail "no /status"

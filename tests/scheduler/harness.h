@@ -141,6 +141,21 @@ inline policy::Plan joined(const std::vector<proto::PlanMsg>& shares) {
   return *p;
 }
 
+// GET path from the daemon's HTTP port; returns the whole response (head and body).
+inline std::string http_fetch(std::uint16_t port, const std::string& path) {
+  SocketClient c(port);
+  c.send("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  std::string all;
+  while (const auto l = c.line()) all += *l + "\n";
+  return all;
+}
+
+// The body of an HTTP response.
+inline std::string http_body(const std::string& response) {
+  const auto at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
 // The error line the daemon sends for `code` and `message`, without the newline.
 inline std::string error_line(proto::ErrorCode code, const std::string& message) {
   std::string l = proto::encode_error(code, message);

@@ -3,25 +3,7 @@
 
 #include "tests/scheduler/harness.h"
 
-namespace {
-
 using namespace dbs::test;
-
-// GET path; returns the whole response (head and body).
-std::string get(std::uint16_t port, const std::string& path) {
-  SocketClient c(port);
-  c.send("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-  std::string all;
-  while (const auto l = c.line()) all += *l + "\n";
-  return all;
-}
-
-std::string body_of(const std::string& response) {
-  const auto at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
-}  // namespace
 
 TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   TestDaemon daemon(test_options());
@@ -34,19 +16,19 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
     REQUIRE(r0.plan());
     REQUIRE(r1.plan());
   }
-  const std::string metrics = get(daemon.http_port(), "/metrics");
+  const std::string metrics = http_fetch(daemon.http_port(), "/metrics");
   CHECK(metrics.find("HTTP/1.1 200 OK\r\n") == 0);
   CHECK(metrics.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
   for (const char* want :
-       {"dbs_jobs{state=\"running\"} 1", "dbs_job_ranks{job=\"web\"} 2",
-        "dbs_job_connected_ranks{job=\"web\"} 2", "dbs_job_reports_total{job=\"web\"} 4",
-        "dbs_job_plan_changes_total{job=\"web\"} 2",
-        "dbs_rank_throughput{job=\"web\",rank=\"0\"} 2000",
-        "dbs_rank_batch{job=\"web\",rank=\"1\"} 43", "# TYPE dbs_job_efficiency gauge"}) {
+       {"dbs_jobs{state=\"running\"} 1", "dbs_job_ranks{job_id=\"web\"} 2",
+        "dbs_job_connected_ranks{job_id=\"web\"} 2", "dbs_job_reports_total{job_id=\"web\"} 4",
+        "dbs_job_plan_changes_total{job_id=\"web\"} 2",
+        "dbs_rank_throughput_samples_per_second{job_id=\"web\",rank=\"0\"} 2000",
+        "dbs_rank_batch{job_id=\"web\",rank=\"1\"} 43", "# TYPE dbs_job_efficiency_ratio gauge"}) {
     CAPTURE(want);
     CHECK(metrics.find(want) != std::string::npos);
   }
-  const auto status = nlohmann::json::parse(body_of(get(daemon.http_port(), "/status")));
+  const auto status = nlohmann::json::parse(http_body(http_fetch(daemon.http_port(), "/status")));
   REQUIRE(status["jobs"].size() == 1);
   const auto& job = status["jobs"][0];
   CHECK(job["job"] == "web");
@@ -56,7 +38,7 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   CHECK(job["ranks"][0]["throughput"] == 2000.0);
   CHECK(status["daemon"]["protocol"] == 2);
 
-  const std::string page = body_of(get(daemon.http_port(), "/"));
+  const std::string page = http_body(http_fetch(daemon.http_port(), "/"));
   CHECK(page.find("<h2>job web") != std::string::npos);
   CHECK(page.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   CHECK(page.find("<polyline") != std::string::npos);
@@ -65,7 +47,7 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
     CHECK(page.find(want) != std::string::npos);  // axis titles, as in the replay report
   }
 
-  CHECK(get(daemon.http_port(), "/nope").find("HTTP/1.1 404 Not Found") == 0);
+  CHECK(http_fetch(daemon.http_port(), "/nope").find("HTTP/1.1 404 Not Found") == 0);
   SocketClient post(daemon.http_port());
   post.send("POST /status HTTP/1.1\r\n\r\n");
   CHECK(post.line().value_or("") == "HTTP/1.1 405 Method Not Allowed\r");
