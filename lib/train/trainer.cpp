@@ -1,8 +1,8 @@
 #include "lib/train/trainer.h"
 
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "lib/common/error.h"
