@@ -89,16 +89,15 @@ grep -q "resumed from epoch" "$TMP/resume2.err" || fail "resume after SIGTERM: $
 echo "SIGTERM to mpirun: mpirun exited $rc, ranks stopped with checkpoint and summary, resumed"
 
 # 4. A second signal ends the rank at once, without waiting for the step to end. Steps of about
-#    half a second here, so the first signal cannot have stopped the job before the second.
+#    half a second here; the two signals differ (SIGINT, then SIGTERM) so that the kernel cannot
+#    merge them into one pending signal, and nothing runs between the two kill calls.
 start twice --checkpoint "$TMP/ck3" --summary "$TMP/twice/summary.json" --disturb rank=1,factor=40
 wait_steps twice
 r1=$(rank_pid "$mp" 1)
-kill -TERM "$r1"
-sleep 0.05
-kill -TERM "$r1"
+kill -INT "$r1"; kill -TERM "$r1"
 finish twice
 grep -q "dbs-agent: second signal: stopping at once" "$TMP/twice.err" ||
   fail "second signal: $(cat "$TMP/twice.err")"
 [ "$rc" -ne 0 ] || fail "second signal: mpirun exited 0"
 [ ! -e "$TMP/twice/summary.json" ] || fail "second signal: the run still finished its stop"
-echo "second SIGTERM: rank 1 ended at once, mpirun exited $rc"
+echo "SIGINT then SIGTERM: rank 1 ended at once, mpirun exited $rc"
