@@ -1,5 +1,6 @@
-// dbs-agent: one MPI rank per node. Parses options, starts MPI, loads the data, trains, and on
-// any error on any rank ends the whole job (MPI_Abort) instead of leaving the others hanging.
+// dbs-agent: one MPI rank per node. Parses and checks options (before MPI starts), starts MPI,
+// loads the data, trains, and on any error on any rank ends the whole job (MPI_Abort) instead of
+// leaving the others hanging. SIGINT/SIGTERM stop the job after the current step (exit 130/143).
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "agents/filter.h"
 #include "agents/options.h"
+#include "agents/threads.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/log.h"
@@ -14,6 +16,7 @@
 #include "lib/nn/simd.h"
 #include "lib/nn/threads.h"
 #include "lib/planner/daemon.h"
+#include "lib/train/stop.h"
 #include "lib/train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -31,26 +34,37 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return cli::fail("dbs-agent", std::string("cannot start: ") + e.what(), cli::runtime_error);
   }
+  train::install_stop_handlers();
   log::set_tag("rank " + std::to_string(comm->rank()));
   try {
     nn::use_simd(opts.simd);
-    nn::ThreadLimit threads(opts.train.threads);
+    const agent::ThreadChoice choice = agent::choose_threads(*comm, opts);
+    nn::ThreadLimit threads(choice.threads);
     opts.train.threads = threads.threads();
-    log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) of " +
-              std::to_string(nn::available_threads()) + " available, " +
+    log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) (" +
+              choice.why + ") of " + std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels");
-    // Rank 0's output folders exist before training, not only when its end writes into them.
-    if (comm->rank() == 0)
-      for (const std::string* p : {&opts.train.summary_path, &opts.train.save_weights})
-        if (const auto dir = std::filesystem::path(*p).parent_path(); !dir.empty())
-          std::filesystem::create_directories(dir);
+    agent::warn_oversubscription(*comm, threads.threads());
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<planner::Planner> daemon;
     if (!opts.scheduler.address.empty())
       daemon = planner::make_daemon(opts.scheduler, *comm,
                                     train::settings_of(opts.train, data.train.n));
     const train::RunResult result = train::run(opts.train, *comm, std::move(data), daemon.get());
-    if (daemon) daemon->finish();
+    if (daemon) daemon->finish(result.stop_signal == 0);
+    if (result.stop_signal != 0) {
+      if (comm->rank() == 0) {
+        const std::string where = "epoch " + std::to_string(result.stop_epoch) +
+                                  (result.stop_step > 0 ? " after step " + std::to_string(result.stop_step)
+                                                        : std::string(" before its first step"));
+        log::warn("stopped by " + train::signal_name(result.stop_signal) + " in " + where + "; " +
+                  (opts.train.checkpoint_dir.empty()
+                       ? std::string("no --checkpoint: this run cannot be resumed")
+                       : "checkpoint in " + opts.train.checkpoint_dir +
+                             " (continue with --resume)"));
+      }
+      return 128 + result.stop_signal;
+    }
     if (comm->rank() == 0)
       std::printf("final: test accuracy %.2f%%, test loss %.4f, parameter L2 %.4f, sum %.4f\n",
                   100.0 * result.test_acc, result.test_loss, result.param_l2, result.param_sum);
@@ -59,5 +73,6 @@ int main(int argc, char** argv) {
     if (comm->size() > 1) comm->abort(1);
     return 1;
   }
-  return 0;
+  // A signal that came too late to stop the run (during its last epoch) still says so.
+  return train::stop_signal() != 0 ? 128 + train::stop_signal() : 0;
 }

@@ -1,21 +1,87 @@
 #include "agents/options.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/terminal.h"
 #include "lib/net/address.h"
+#include "lib/nn/model.h"
+#include "lib/policy/policy.h"
 
 namespace dbs::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// dir exists (created like mkdir -p) and is writable, before MPI starts: a bad path fails
+// now, not after the training run.
+void prepare_folder(const std::string& dir, const char* option, const std::string& path) {
+  const std::string where = dir.empty() ? "." : dir;
+  std::error_code ec;
+  fs::create_directories(where, ec);
+  if (ec)
+    throw ConfigError(std::string(option) + " " + path + ": cannot create folder " + where + ": " +
+                      ec.message());
+  if (::access(where.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError(std::string(option) + " " + path + ": folder " + where + " is not writable");
+}
+
+// The same for the folder of an output file.
+void prepare_file(const std::string& path, const char* option) {
+  if (path.empty()) return;
+  if (fs::is_directory(path)) throw ConfigError(std::string(option) + " " + path + ": is a folder, not a file");
+  prepare_folder(fs::path(path).parent_path().string(), option, path);
+}
+
+// A thread count from the environment (0: unset); throws ConfigError naming the variable.
+int threads_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096)
+    throw ConfigError(std::string(name) + "=" + v + ": expected a thread count from 1 to 4096");
+  return static_cast<int>(n);
+}
+
+// The ranks the launcher starts, when it says (Open MPI, PMI, Slurm), else 0.
+int launcher_world() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+  return 0;
+}
+
+// The policy's settings are valid for the job: a bad --policy, --min-batch, --max-batch fails
+// before MPI starts. World: the launcher's, or the sizes of fixed:..., or 1.
+void check_policy(const train::Config& c) {
+  int world = launcher_world();
+  if (world == 0 && c.policy.starts_with("fixed:"))
+    world = 1 + static_cast<int>(std::count(c.policy.begin(), c.policy.end(), ','));
+  try {
+    policy::make_policy(train::settings_of(c, 1), std::max(world, 1));
+  } catch (const ConfigError& e) {
+    throw ConfigError("--policy " + c.policy + " (" + std::to_string(std::max(world, 1)) +
+                      " rank(s)): " + e.what());
+  }
+}
+
+}  // namespace
 
 bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   train::Config& c = o.train;
   CLI::App app{
       "dbs-agent: one rank of a synchronous data-parallel training job with dynamic batch sizes.\n"
-      "Run one per node under mpirun or srun; a single process trains alone.\n"
-      "Example: mpirun -np 2 --bind-to none dbs-agent --epochs 5 --policy dbs \\\n"
-      "           --disturb rank=1,factor=3,from=2 --trace run.jsonl"};
+      "Run one per node under mpirun or srun; a single process trains alone. Ctrl-C or SIGTERM\n"
+      "stops after the current step with a checkpoint (--checkpoint), summary and trace, exit\n"
+      "130/143; a second signal stops at once.\n"
+      "Example: mpirun --allow-run-as-root -np 2 --bind-to none dbs-agent --epochs 5 \\\n"
+      "           --policy dbs --disturb rank=1,factor=3,from=2 --trace out/trace.jsonl"};
   app.get_formatter()->column_width(34);
   cli::add_version_flag(app, "dbs-agent");
   // A later occurrence of an option overrides an earlier one, so wrapper scripts can pass
@@ -24,51 +90,74 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   std::string scaling = "none";
   std::vector<std::string> disturb;
   bool no_progress = false, progress = false;
-  app.add_option("--data", c.data_dir, "directory of the Fashion-MNIST IDX files")->capture_default_str();
-  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params) or lenet (small)")->capture_default_str();
-  app.add_option("--epochs", c.epochs, "epochs to train")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch", c.global_batch, "global batch: samples per step over all ranks")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--lr", c.schedule.base_lr, "base learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", c.optimizer, "sgd, adam or rmsprop")->capture_default_str()->check(CLI::IsMember({"sgd", "adam", "rmsprop"}));
-  app.add_option("--momentum", c.optim.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", c.optim.weight_decay, "L2 penalty")->capture_default_str();
-  app.add_option("--lr-scaling", scaling, "lr scaling from --base-batch to --batch: none, linear, sqrt")->capture_default_str()->check(CLI::IsMember({"none", "constant", "linear", "sqrt"}));
-  app.add_option("--base-batch", c.schedule.base_batch, "batch size --lr was tuned for")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--warmup-epochs", c.schedule.warmup_epochs, "gradual lr warmup length in epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--decay-epochs", c.schedule.decay_epochs, "epochs (0-based) at whose start lr is multiplied by --decay-factor")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--decay-factor", c.schedule.decay_factor, "step decay factor")->capture_default_str();
-  app.add_option("--threads", c.threads, "TBB threads per rank (0 = all cores of the rank)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
-  app.add_option("--train-limit", c.train_limit, "use the first N training samples (0 = all)")->capture_default_str();
-  app.add_option("--test-limit", c.test_limit, "use the first N test samples (0 = all)")->capture_default_str();
-  app.add_option("--train-subset", c.train_subset, "train only on the samples listed in this file (written by dbs-agent filter; indices after --train-limit)");
-  app.add_option("--policy", c.policy, "balancing policy: dbs, static or fixed:b0,b1,...")->capture_default_str();
-  app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  app.add_option("--rebalance-every", c.rebalance_every, "also re-plan every K steps inside an epoch (0 = per epoch)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
-  app.add_option("--trace", c.trace_path, "write the JSONL trace here (rank 0)");
-  app.add_option("--checkpoint", c.checkpoint_dir, "checkpoint into this directory after every epoch");
-  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint");
-  app.add_option("--save-weights", c.save_weights, "write the final weights here (rank 0)");
-  app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)");
-  app.add_flag("--progress", progress, "a progress bar on rank 0's stdout, even when the job's output is not a terminal");
-  app.add_flag("--no-progress", no_progress, "no progress bar (default: a bar when the job's output is a terminal; under mpirun, mpirun's stdout)");
+  using cli::above, cli::at_least, cli::between;
+
+  const char* const data = "Data";
+  app.add_option("--data", c.data_dir, "directory of the Fashion-MNIST IDX files")->capture_default_str()->group(data);
+  app.add_option("--train-limit", c.train_limit, "use the first N training samples (0 = all)")->capture_default_str()->check(at_least(0))->group(data);
+  app.add_option("--test-limit", c.test_limit, "use the first N test samples (0 = all)")->capture_default_str()->check(at_least(0))->group(data);
+  app.add_option("--train-subset", c.train_subset, "train only on the samples listed in this file (written by dbs-agent filter; indices after --train-limit)")->group(data);
+
+  const char* const model = "Model and optimisation";
+  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params) or lenet (small)")->capture_default_str()->check(CLI::IsMember(nn::model_names()))->group(model);
+  app.add_option("--epochs", c.epochs, "epochs to train (in total, resumed ones included)")->capture_default_str()->check(between(1, 1000000))->group(model);
+  app.add_option("--batch", c.global_batch, "global batch: samples per step over all ranks")->capture_default_str()->check(at_least(1))->group(model);
+  app.add_option("--optimizer", c.optimizer, "sgd, adam or rmsprop")->capture_default_str()->check(CLI::IsMember({"sgd", "adam", "rmsprop"}))->group(model);
+  app.add_option("--lr", c.schedule.base_lr, "base learning rate")->capture_default_str()->check(above(0))->group(model);
+  app.add_option("--momentum", c.optim.momentum, "SGD momentum")->capture_default_str()->check(between(0, 0.999999))->group(model);
+  app.add_option("--weight-decay", c.optim.weight_decay, "L2 penalty")->capture_default_str()->check(at_least(0))->group(model);
+  app.add_option("--lr-scaling", scaling, "lr scaling from --base-batch to --batch: none (= constant), linear or sqrt")->capture_default_str()->check(CLI::IsMember({"none", "constant", "linear", "sqrt"}))->group(model);
+  app.add_option("--base-batch", c.schedule.base_batch, "batch size --lr was tuned for")->capture_default_str()->check(at_least(1))->group(model);
+  app.add_option("--warmup-epochs", c.schedule.warmup_epochs, "gradual lr warmup length in epochs")->capture_default_str()->check(at_least(0))->group(model);
+  app.add_option("--decay-epochs", c.schedule.decay_epochs, "epochs (from 1) at whose start lr is multiplied by --decay-factor, e.g. 30,60")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->check(at_least(1))->group(model);
+  app.add_option("--decay-factor", c.schedule.decay_factor, "step decay factor")->capture_default_str()->check(above(0))->group(model);
+  app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()->group(model);
+
+  const char* const balance = "Balance";
+  app.add_option("--policy", c.policy, "balancing policy: dbs, static or fixed:b0,b1,...")->capture_default_str()->group(balance);
+  app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(at_least(1))->group(balance);
+  app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(at_least(0))->group(balance);
+  app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain (fraction)")->capture_default_str()->check(between(0, 0.999999))->group(balance);
+  app.add_option("--rebalance-every", c.rebalance_every, "also re-plan every K steps inside an epoch (0 = per epoch)")->capture_default_str()->check(at_least(0))->group(balance);
+  app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(balance);
+  app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}))->group(balance);
+
+  const char* const daemon = "Scheduler daemon";
   planner::DaemonOptions& sc = o.scheduler;
-  app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER");
-  app.add_option("--token-file", sc.token_file, "the job token for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE");
-  app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB");
-  app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}));
-  app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER")->group(daemon);
+  app.add_option("--token-file", sc.token_file, "the job's key for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE")->group(daemon);
+  app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB")->group(daemon);
+  app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(above(0))->group(daemon);
+  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(above(0))->group(daemon);
+
+  const char* const output = "Output";
+  app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)")->group(output);
+  app.add_option("--trace", c.trace_path, "write the JSONL trace here (rank 0)")->group(output);
+  app.add_option("--metrics", c.metrics_path, "one row per epoch and rank, flushed every epoch (rank 0): FILE.csv or FILE.jsonl")->group(output);
+  app.add_option("--save-weights", c.save_weights, "write the final weights here (rank 0)")->group(output);
+  app.add_flag("--progress", progress, "a progress bar on rank 0's stdout, even when the job's output is not a terminal")->group(output);
+  app.add_flag("--no-progress", no_progress, "no progress bar (default: a bar when the job's output is a terminal; under mpirun, mpirun's stdout)")->group(output);
+  app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}))->group(output);
+
+  const char* const ckpt = "Checkpoint";
+  app.add_option("--checkpoint", c.checkpoint_dir, "checkpoint into this directory after every epoch and on Ctrl-C/SIGTERM")->group(ckpt);
+  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint (none there: start afresh)")->group(ckpt);
+
+  const char* const perf = "Performance";
+  app.add_option("--threads", c.threads, "TBB threads per rank (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the host's cores shared among its ranks; 0 = all cores)")->check(between(0, 4096))->group(perf);
+  app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}))->group(perf);
   if (auto code = cli::parse(app, argc, argv, "dbs-agent")) {
     exit_code = *code;
     return false;
   }
   try {
+    if (app.count("--threads") > 0) {
+      o.threads_from = "--threads";
+    } else if ((c.threads = threads_from_env("SLURM_CPUS_PER_TASK")) > 0) {
+      o.threads_from = "SLURM_CPUS_PER_TASK";
+    } else if ((c.threads = threads_from_env("OMP_NUM_THREADS")) > 0) {
+      o.threads_from = "OMP_NUM_THREADS";
+    }
     c.schedule.scaling = optim::parse_scaling(scaling);
     c.schedule.global_batch = c.global_batch;
     optim::validate(c.schedule);
@@ -80,6 +169,15 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       net::parse_host_port(sc.address, "--scheduler");
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
     }
+    check_policy(c);
+    if (!fs::is_directory(c.data_dir)) throw ConfigError("--data " + c.data_dir + ": no such folder");
+    if (!c.metrics_path.empty() && !c.metrics_path.ends_with(".csv") && !c.metrics_path.ends_with(".jsonl"))
+      throw ConfigError("--metrics " + c.metrics_path + ": the name must end in .csv or .jsonl");
+    prepare_file(c.summary_path, "--summary");
+    prepare_file(c.trace_path, "--trace");
+    prepare_file(c.metrics_path, "--metrics");
+    prepare_file(c.save_weights, "--save-weights");
+    if (!c.checkpoint_dir.empty()) prepare_folder(c.checkpoint_dir, "--checkpoint", c.checkpoint_dir);
   } catch (const Error& e) {
     exit_code = cli::fail("dbs-agent", e.what(), cli::usage_error);
     return false;

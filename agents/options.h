@@ -13,10 +13,15 @@ struct Options {
   planner::DaemonOptions scheduler;  // the daemon, if any
   std::string log_level = "info"; // debug | info | warning | error
   std::string simd = "auto";      // fast kernels: auto | a name of nn::simd_supported()
+  // Where train.threads came from: "--threads", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS", or
+  // empty (train.threads 0: the host's cores shared among the ranks on it).
+  std::string threads_from;
 };
 
-// Parses argv. On --help or a usage error, prints and returns false with exit_code set
-// (0 for --help, 2 for bad usage). Throws nothing.
+// Parses and checks argv, before MPI starts: every value in range, known model and policy, the
+// data folder present, the folders of output files and the checkpoint created (mkdir -p) and
+// writable. On --help or a usage error, prints and returns false with exit_code set (0 for
+// --help, 2 for bad usage). Throws nothing.
 bool parse_options(int argc, char** argv, Options& out, int& exit_code);
 
 }  // namespace dbs::agent

@@ -1,6 +1,8 @@
 #include "lib/common/cli.h"
 
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include "lib/common/version.h"
 
@@ -35,6 +37,47 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view 
                  static_cast<int>(binary.size()), binary.data(), e.what());
     return usage_error;
   }
+}
+
+namespace {
+
+// A validator of the numbers for which ok(x) holds; rule reads "must be RULE".
+template <typename Ok>
+CLI::Validator number_check(std::string rule, Ok ok) {
+  return CLI::Validator(
+      [rule, ok](std::string& text) -> std::string {
+        double x = 0;
+        std::size_t used = 0;
+        try {
+          x = std::stod(text, &used);
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        if (used != text.size()) return "'" + text + "' is not a number";
+        return ok(x) ? std::string() : "must be " + rule + ", got " + text;
+      },
+      rule);
+}
+
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+}  // namespace
+
+CLI::Validator at_least(double lo) {
+  return number_check(">= " + number(lo), [lo](double x) { return x >= lo; });
+}
+
+CLI::Validator above(double lo) {
+  return number_check("> " + number(lo), [lo](double x) { return x > lo; });
+}
+
+CLI::Validator between(double lo, double hi) {
+  return number_check("in [" + number(lo) + ", " + number(hi) + "]",
+                      [lo, hi](double x) { return x >= lo && x <= hi; });
 }
 
 int fail(std::string_view binary, std::string_view what, int code) {

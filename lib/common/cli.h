@@ -34,6 +34,12 @@ void add_version_flag(CLI::App& app, std::string_view binary);
 // "BINARY: error: ..." with a pointer to --help).
 std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view binary);
 
+// Range checks for numeric options with short messages ("--epochs: must be >= 1, got 0"), in
+// place of CLI11's PositiveNumber & co., which print the type's whole range.
+CLI::Validator at_least(double lo);
+CLI::Validator above(double lo);            // > lo
+CLI::Validator between(double lo, double hi);  // lo <= x <= hi
+
 // Prints "BINARY: error: what" on stderr and returns the code, for `return fail(...)`.
 int fail(std::string_view binary, std::string_view what, int code);
 

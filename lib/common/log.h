@@ -1,5 +1,6 @@
-// Minimal logging to stderr: one line per call, prefixed with the process tag (for example
-// "rank 1"), safe to call from several threads.
+// Minimal logging to stderr: one line per call, safe to call from several threads, in the form
+//   2026-11-22T23:40:01.123Z dbs [rank 1] info: message
+// (ISO 8601 UTC time to the millisecond, the process tag when set, the level).
 #pragma once
 
 #include <string>
@@ -14,6 +15,8 @@ void set_level(Level level);            // lines below it are dropped
 // "debug", "info", "warning" or "error" (the --log-level words); throws ConfigError otherwise.
 Level parse_level(std::string_view name);
 void write(Level level, std::string_view message);
+// The current UTC time as ISO 8601 with milliseconds: "2026-11-22T23:40:01.123Z".
+std::string timestamp();
 
 inline void debug(std::string_view m) { write(Level::debug, m); }
 inline void info(std::string_view m) { write(Level::info, m); }

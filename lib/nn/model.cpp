@@ -95,6 +95,11 @@ std::string Model::summary() const {
   return os.str();
 }
 
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names = {"cnn", "lenet"};
+  return names;
+}
+
 std::unique_ptr<Model> make_model(const std::string& name, Shape input, int classes,
                                   std::uint64_t seed) {
   std::vector<std::unique_ptr<Layer>> l;

@@ -66,6 +66,9 @@ class Model {
   Tensor dlogits_, grad_a_, grad_b_;
 };
 
+// The names make_model knows, for checking an option before anything starts.
+const std::vector<std::string>& model_names();
+
 // Known models: "cnn" (the case-study CNN, 690,590 parameters on 1x28x28) and "lenet" (small,
 // for fast tests). Throws ConfigError for an unknown name, listing the known ones.
 std::unique_ptr<Model> make_model(const std::string& name, Shape input, int classes,

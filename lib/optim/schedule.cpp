@@ -35,6 +35,8 @@ void validate(const ScheduleConfig& config) {
           ">= 0", config.warmup_epochs);
   require(config.decay_factor > 0.0 && std::isfinite(config.decay_factor), "decay_factor", "> 0",
           config.decay_factor);
+  for (const int e : config.decay_epochs)
+    require(e >= 1, "decay_epochs (epochs count from 1)", ">= 1", e);
 }
 
 double learning_rate(const ScheduleConfig& config, double epoch_progress) {
@@ -48,10 +50,10 @@ double learning_rate(const ScheduleConfig& config, double epoch_progress) {
   if (epoch_progress < config.warmup_epochs)
     return config.base_lr + (target - config.base_lr) * epoch_progress / config.warmup_epochs;
 
-  const double whole_epochs = std::floor(epoch_progress);
+  const double epoch = std::floor(epoch_progress) + 1.0;  // the epoch running, from 1
   double lr = target;
   for (const int e : config.decay_epochs)
-    if (static_cast<double>(e) <= whole_epochs) lr *= config.decay_factor;
+    if (static_cast<double>(e) <= epoch) lr *= config.decay_factor;
   return lr;
 }
 

@@ -2,7 +2,9 @@
 // decay. lr(t) for a fractional epoch t = epoch + step / steps_per_epoch (epochs count from 0):
 //   target = base_lr * scale, scale = 1 | B / base_batch | sqrt(B / base_batch)
 //   warmup (t < warmup_epochs): base_lr + (target - base_lr) * t / warmup_epochs
-//   after: target * decay_factor ^ (number of decay_epochs <= floor(t))
+//   after: target * decay_factor ^ (number of decay_epochs <= floor(t) + 1)
+// decay_epochs count from 1, like every epoch a user sees: {3} decays from the start of the
+// third epoch, t = 2.0.
 #pragma once
 
 #include <string>
@@ -21,7 +23,7 @@ struct ScheduleConfig {
   int base_batch = 128;            // batch size base_lr was tuned for
   int global_batch = 128;          // global batch of this run
   double warmup_epochs = 0;        // gradual warmup length (0 = none)
-  std::vector<int> decay_epochs;   // epochs at whose start lr is multiplied by decay_factor
+  std::vector<int> decay_epochs;   // epochs (from 1) at whose start lr is multiplied by decay_factor
   double decay_factor = 0.1;
 };
 

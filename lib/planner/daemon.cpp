@@ -40,7 +40,7 @@ class Daemon : public Planner {
   void set_state(const policy::Plan& plan, const std::vector<double>& state) override {
     fallback_.set_state(plan, state);
   }
-  void finish() override;
+  void finish(bool done) override;
 
  private:
   void on_connected();
@@ -231,11 +231,13 @@ Planned Daemon::next(std::span<const policy::Report> reports) {
   return embedded;
 }
 
-void Daemon::finish() {
+void Daemon::finish(bool done) {
   std::unique_lock lock(mutex_);
   finishing_ = true;
-  client_->send(proto::encode(proto::GoodbyeMsg{true}));
-  changed_.wait_for(lock, std::chrono::seconds(1), [this] { return said_goodbye_ || !connected_; });
+  client_->send(proto::encode(proto::GoodbyeMsg{done}));
+  // A stopped rank may have a second from its launcher before SIGKILL (mpirun): wait less.
+  const auto wait = done ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200);
+  changed_.wait_for(lock, wait, [this] { return said_goodbye_ || !connected_; });
 }
 
 }  // namespace

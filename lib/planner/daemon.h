@@ -27,7 +27,7 @@ struct DaemonOptions {
 
 // A planner that asks the daemon at options.address, with an Embedded planner of settings as the
 // fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded.
-// Starts connecting at once; finish() says goodbye. Throws ConfigError for a bad address or
+// Starts connecting at once; finish(done) says goodbye (done = false: stopped early). Throws ConfigError for a bad address or
 // token file.
 std::unique_ptr<Planner> make_daemon(const DaemonOptions& options, comm::Communicator& comm,
                                      const policy::Settings& settings);

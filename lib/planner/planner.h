@@ -38,8 +38,9 @@ class Planner {
   virtual std::vector<double> state() const = 0;
   // Restores a checkpoint: the plan in force and state(). Throws InputError for a bad state.
   virtual void set_state(const policy::Plan& plan, const std::vector<double>& state) = 0;
-  // The job is done on this rank (the daemon planner says goodbye).
-  virtual void finish() {}
+  // This rank leaves the job: done (all epochs trained) or stopped early (a signal; the job may
+  // be resumed). The daemon planner says goodbye.
+  virtual void finish(bool /*done*/) {}
 };
 
 // The policy run in-process. Source "embedded" (or "rebalance").

@@ -1,7 +1,9 @@
-// Checkpoint file DIR/checkpoint.bin, rewritten atomically after every epoch:
+// Checkpoint file DIR/checkpoint.bin, rewritten atomically after every epoch and when a signal
+// stops the run:
 //   "DBSCKPT\0" | u32 version | u64 n + n bytes of JSON (identity of the run, world size, next
-//   epoch, plan, policy state, finished epochs) | u64 count + count float32 parameters | u64 n +
-//   n bytes of optimizer state. Random state needs no saving: shuffles and dropout masks are pure
+//   epoch, plan, policy state, finished epochs, the time written, and for a run stopped inside
+//   an epoch "interrupted": the steps done and the figures so far) | u64 count + count float32
+//   parameters | u64 n + n bytes of optimizer state. Random state needs no saving: shuffles and dropout masks are pure
 //   functions of (seed, epoch, sample).
 // DIR may be node-local: the first rank on each host writes its host's copy. On resume every
 // rank reads its own copy (if any), the ranks compare what they found, and the lowest rank
@@ -24,7 +26,9 @@ namespace dbs::train::detail {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'B', 'S', 'C', 'K', 'P', 'T', 0};
-constexpr std::uint32_t kVersion = 2;  // 1: the world size was part of the identity
+// 1: the world size was part of the identity; 2: no "interrupted" (an older binary would resume
+// an interrupted epoch from its start), no "written".
+constexpr std::uint32_t kVersion = 3;
 
 std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
 
@@ -56,6 +60,34 @@ EpochResult result_from(const nlohmann::json& j) {
   r.throughput = j.at("throughput").get<std::vector<double>>();
   r.replans = j.at("replans");
   return r;
+}
+
+nlohmann::json interrupted_json(const Interrupted& at) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : at.reports) ranks.push_back({r.samples, r.compute_s, r.comm_s});
+  return {{"epoch", at.epoch},           {"steps_done", at.steps_done},
+          {"loss_sum", at.stats.loss_sum}, {"samples", at.stats.samples},
+          {"replans", at.stats.replans}, {"wall_s", at.stats.wall_s},
+          {"ranks", ranks}};
+}
+
+// This rank's part of an interrupted epoch; its own figures only when the world is the same.
+Interrupted interrupted_from(const nlohmann::json& j, int rank, int world) {
+  Interrupted at;
+  at.epoch = j.at("epoch");
+  at.steps_done = j.at("steps_done");
+  at.stats.loss_sum = j.at("loss_sum");
+  at.stats.samples = j.at("samples");
+  at.stats.replans = j.at("replans");
+  at.stats.wall_s = j.at("wall_s");
+  const auto& ranks = j.at("ranks");
+  if (static_cast<int>(ranks.size()) == world) {
+    const auto& mine = ranks.at(static_cast<std::size_t>(rank));
+    at.stats.report.samples = mine.at(0);
+    at.stats.report.compute_s = mine.at(1);
+    at.stats.report.comm_s = mine.at(2);
+  }
+  return at;
 }
 
 template <typename T>
@@ -98,7 +130,7 @@ Parsed parse(const std::string& path, const std::string& bytes) {
   if (std::memcmp(c.take(sizeof kMagic, "magic"), kMagic, sizeof kMagic) != 0)
     throw InputError(path + ": not a dbs checkpoint (wrong magic)");
   const auto version = c.get<std::uint32_t>("version");
-  if (version != 1 && version != kVersion)
+  if (version < 1 || version > kVersion)
     throw InputError(path + ": checkpoint version " + std::to_string(version) + " not supported");
   const auto js_len = c.get<std::uint64_t>("header length");
   Parsed p;
@@ -123,7 +155,7 @@ Parsed parse(const std::string& path, const std::string& bytes) {
 }
 
 // FNV-1a over what is resumed: the header without the finished epochs' results (each rank
-// records its own wall times there) and the parameter and optimizer bytes.
+// records its own wall times there) and the time written, and the parameter and optimizer bytes.
 std::uint64_t state_digest(const Parsed& p) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&h](std::string_view bytes) {
@@ -131,6 +163,7 @@ std::uint64_t state_digest(const Parsed& p) {
   };
   nlohmann::json meta = p.meta;
   meta.erase("results");
+  meta.erase("written");
   mix(meta.dump());
   mix(p.params);
   mix(p.optimizer);
@@ -174,19 +207,24 @@ int choose_source(const State& st, const std::vector<Found>& all) {
 
 }  // namespace
 
-void save_checkpoint(const State& st) {
+void save_checkpoint(const State& st, const Interrupted* at) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : st.results) results.push_back(result_json(r));
   // One writer per host: the first rank on it (ranks of a host share its disk).
   const int rank = st.comm.rank();
   for (int r = 0; r < rank; ++r)
     if (st.hosts[r] == st.hosts[rank]) return;
-  const nlohmann::json meta = {{"identity", identity(st)},
-                               {"world", st.comm.size()},
-                               {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                               {"plan", policy::to_json(st.planner->plan())},
-                               {"policy_state", st.planner->state()},
-                               {"results", results}};
+  nlohmann::json meta = {{"identity", identity(st)},
+                         {"world", st.comm.size()},
+                         {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
+                         {"plan", policy::to_json(st.planner->plan())},
+                         {"policy_state", st.planner->state()},
+                         {"results", results},
+                         {"written", log::timestamp()}};
+  if (at != nullptr) {
+    meta["next_epoch"] = at->epoch;
+    meta["interrupted"] = interrupted_json(*at);
+  }
   const std::string js = meta.dump();
   std::ostringstream opt;
   st.optimizer->save(opt);
@@ -262,6 +300,23 @@ Resumed load_checkpoint(State& st) {
   }
   st.results.clear();
   for (const auto& r : p.meta.at("results")) st.results.push_back(result_from(r));
+  std::string where = "epoch " + std::to_string(next + 1);
+  if (const auto it = p.meta.find("interrupted"); it != p.meta.end()) {
+    try {
+      st.resume_at = interrupted_from(*it, rank, world);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(from + ": bad \"interrupted\" in the checkpoint header: " + e.what());
+    }
+    const std::int64_t steps = (static_cast<std::int64_t>(st.train.n) + st.config.global_batch - 1) /
+                               st.config.global_batch;
+    where += ", step " + std::to_string(st.resume_at->steps_done + 1) + " of " + std::to_string(steps);
+  }
+  if (rank == 0) {
+    const auto written = p.meta.find("written");
+    log::info("resumed from " + where + " (checkpoint " + st.config.checkpoint_dir + ", written " +
+              (written != p.meta.end() ? written->get<std::string>() : std::string("at a time not recorded")) +
+              ")");
+  }
   return {next, p.world};
 }
 

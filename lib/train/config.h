@@ -35,6 +35,7 @@ struct Config : policy::Settings {
   bool resume = false;                  // continue from checkpoint_dir
   std::string save_weights;             // final weights file; empty = none
   std::string summary_path;             // final JSON summary; empty = none
+  std::string metrics_path;             // per-epoch, per-rank rows (.csv or .jsonl); empty = none
   bool progress = false;                // progress bar on rank 0's stdout (the agent turns it on
                                         // when the job's output is a terminal)
   bool table = true;                    // rank 0 prints the run header and a row per epoch

@@ -4,9 +4,10 @@
 // perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
 // plan (a short last step is split in the plan's proportions, policy::step_batch). The allreduced
 // buffer is
-//   [ gradient sums (P) | sample count | loss sum | compute_s per rank (W) | samples per rank (W) ]
+//   [ gradient sums (P) | sample count | loss sum | stop | compute_s per rank (W) | samples per rank (W) ]
 // so every rank learns every rank's step time without another collective; the 2W per-rank slots
-// are there only with rebalance_every > 0, which is what needs them.
+// are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
+// had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -18,6 +19,7 @@
 #include "lib/nn/kernels.h"
 #include "lib/policy/steps.h"
 #include "lib/train/state.h"
+#include "lib/train/stop.h"
 
 namespace dbs::train::detail {
 namespace {
@@ -69,8 +71,8 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
 
   const bool replans = cfg.rebalance_every > 0;
-  std::vector<float> buf(P + 2 + (replans ? 2 * static_cast<std::size_t>(world) : 0));
-  float* const time_slot = replans ? buf.data() + P + 2 : nullptr;
+  std::vector<float> buf(P + 3 + (replans ? 2 * static_cast<std::size_t>(world) : 0));
+  float* const time_slot = replans ? buf.data() + P + 3 : nullptr;
   float* const count_slot = replans ? time_slot + world : nullptr;
   std::vector<float> x(static_cast<std::size_t>(B) * px);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
@@ -84,10 +86,20 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   EpochStats es;
   Rates my_rates;
   StepHistory history{world, {}, {}};
-  std::int64_t window_start = 0;  // first step since the last re-plan
+  std::int64_t first_step = 0;
+  if (st.resume_at && st.resume_at->epoch == epoch) {  // continue an interrupted epoch
+    first_step = st.resume_at->steps_done;
+    es = st.resume_at->stats;
+    es.stopped_after = -1;
+    history.time.assign(static_cast<std::size_t>(first_step * world), 0.0f);
+    history.count = history.time;
+    st.resume_at.reset();
+  }
+  std::int64_t window_start = first_step;  // first step since the last re-plan
+  const double wall_before = es.wall_s;
   Progress progress(rank == 0 && cfg.progress, epoch, steps);
   Stopwatch wall;
-  for (std::int64_t s = 0; s < steps; ++s) {
+  for (std::int64_t s = first_step; s < steps; ++s) {
     const double t = static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps);
     st.disturber->update(t);
     const std::int64_t g0 = s * B;
@@ -114,6 +126,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const double compute_s = cw.seconds();
     buf[P] = static_cast<float>(lb);
     buf[P + 1] = static_cast<float>(loss);
+    buf[P + 2] = stop_signal() != 0 ? 1.0f : 0.0f;
     if (replans) {
       std::fill(time_slot, time_slot + 2 * world, 0.0f);
       time_slot[rank] = static_cast<float>(compute_s);
@@ -146,9 +159,13 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       }
       window_start = s + 1;
     }
-    progress.update(s + 1, static_cast<double>(es.samples) / wall.seconds());
+    progress.update(s + 1, static_cast<double>(es.samples) / (wall_before + wall.seconds()));
+    if (buf[P + 2] > 0.0f && s + 1 < steps) {
+      es.stopped_after = s + 1;
+      break;
+    }
   }
-  es.wall_s = wall.seconds();
+  es.wall_s = wall_before + wall.seconds();
   st.disturber->update(static_cast<double>(epoch + 1));
   es.report.rank = rank;
   es.report.epoch = epoch;
@@ -158,7 +175,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
   // whole epoch (whose median may still describe the time before a change).
   if (replans) {
-    const std::int64_t from = std::max<std::int64_t>(0, steps - cfg.rebalance_every);
+    const std::int64_t from = std::max<std::int64_t>(first_step, steps - cfg.rebalance_every);
     es.plan_reports = history.reports(epoch, st.planner->plan(), from, steps);
   }
   return es;

@@ -5,6 +5,7 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/train/state.h"
+#include "lib/train/stop.h"
 
 namespace dbs::train::detail {
 namespace {
@@ -85,6 +86,10 @@ void write_summary(const State& st, const RunResult& result) {
   nlohmann::json j = {{"config", config_json(st)},   {"epochs", epochs},
                       {"test_acc", result.test_acc}, {"test_loss", result.test_loss},
                       {"param_l2", result.param_l2}, {"param_sum", result.param_sum}};
+  if (result.stop_signal != 0)
+    j["stopped"] = {{"signal", signal_name(result.stop_signal)},
+                    {"epoch", result.stop_epoch},
+                    {"step", result.stop_step}};
   write_file_atomic(st.config.summary_path, j.dump(2) + "\n");
 }
 

@@ -19,6 +19,27 @@
 
 namespace dbs::train::detail {
 
+// What one rank measured in one epoch, and what all ranks computed together.
+struct EpochStats {
+  std::int64_t stopped_after = -1;  // steps done when the ranks agreed to stop (-1: ran to the end)
+  policy::Report report;       // this rank's
+  double wall_s = 0;
+  double loss_sum = 0;         // over all ranks' samples
+  std::int64_t samples = 0;    // over all ranks
+  int replans = 0;
+  // With rebalance_every: every rank's report over the epoch's last K steps, which the next
+  // plan is made from instead of the whole-epoch reports.
+  std::vector<policy::Report> plan_reports;
+};
+
+// An epoch stopped after some steps by a signal: what a checkpoint keeps to continue it.
+struct Interrupted {
+  std::int64_t epoch = 0;                // 0-based
+  std::int64_t steps_done = 0;
+  EpochStats stats;                      // this rank's figures so far (wall_s: rank 0's)
+  std::vector<policy::Report> reports;   // every rank's report so far (samples, compute, comm)
+};
+
 struct State {
   const Config& config;
   comm::Communicator& comm;
@@ -33,21 +54,12 @@ struct State {
   std::vector<EpochResult> results;          // finished epochs
   std::vector<std::string> hosts;            // host of each rank
   nlohmann::json subset;                     // the train subset's identity (null: none)
+  std::optional<Interrupted> resume_at;      // an epoch stopped mid-way, continued by run_epoch
 };
 
-// What one rank measured in one epoch, and what all ranks computed together.
-struct EpochStats {
-  policy::Report report;       // this rank's
-  double wall_s = 0;
-  double loss_sum = 0;         // over all ranks' samples
-  std::int64_t samples = 0;    // over all ranks
-  int replans = 0;
-  // With rebalance_every: every rank's report over the epoch's last K steps, which the next
-  // plan is made from instead of the whole-epoch reports.
-  std::vector<policy::Report> plan_reports;
-};
-
-// Trains one epoch under the planner's plan (which rebalance_every may change during the epoch).
+// Trains one epoch under the planner's plan (which rebalance_every may change during the epoch),
+// from state.resume_at's step when it holds this epoch. Stops early, after the step in which any
+// rank had a stop signal (stop.h), with stopped_after set on every rank.
 EpochStats run_epoch(State& state, std::int64_t epoch);
 
 // Test loss and accuracy of the current parameters, the test set split across ranks.
@@ -56,9 +68,11 @@ std::pair<double, double> evaluate(State& state);
 // Checkpoint of everything needed to continue after state.results.back(), the planner's plan
 // and state included. Every rank calls it; the first rank on each host writes (the folder may
 // be node-local).
-void save_checkpoint(const State& state);
+// With `at`, the checkpoint of an interrupted epoch: --resume continues it from its next step.
+void save_checkpoint(const State& state, const Interrupted* at = nullptr);
 struct Resumed {
-  std::int64_t next_epoch = 0;  // 0-based epoch to run next (0: nothing to resume)
+  std::int64_t next_epoch = 0;  // 0-based epoch to run next (0: nothing to resume); an
+                                // interrupted one is in state.resume_at
   int world = 0;                // ranks of the run that wrote the checkpoint
 };
 // Restores state from config.checkpoint_dir (a collective: every rank calls it). The ranks'

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "lib/common/error.h"
@@ -9,11 +10,15 @@
 #include "lib/common/log.h"
 #include "lib/data/subset.h"
 #include "lib/nn/model.h"
+#include "lib/train/metrics.h"
 #include "lib/train/state.h"
+#include "lib/train/stop.h"
 
 namespace dbs::train {
 namespace {
 
+using detail::EpochStats;
+using detail::Interrupted;
 using detail::State;
 
 void validate(const Config& c, int world, std::size_t n_train) {
@@ -73,6 +78,37 @@ void trace_disturbances(State& st, std::int64_t epoch) {
     if (d.overlaps(epoch)) st.trace->write(trace::disturbance_record(d, epoch));
 }
 
+// Whether any rank has had a stop signal (a collective: the ranks agree at an epoch's end).
+bool any_stop(comm::Communicator& comm) {
+  double flag = stop_signal() != 0 ? 1.0 : 0.0;
+  comm.allreduce_sum(std::span<double>(&flag, 1));
+  return flag > 0;
+}
+
+// The signal that stopped the job, on every rank: its own, else the lowest signalled rank's.
+int agreed_signal(comm::Communicator& comm) {
+  const int mine = stop_signal();
+  std::vector<int> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(&mine, sizeof mine, all.data());
+  if (mine != 0) return mine;
+  for (const int s : all)
+    if (s != 0) return s;
+  return 0;
+}
+
+// What a checkpoint of the stopped epoch keeps: every rank's figures so far, rank 0's wall time.
+Interrupted interrupted(State& st, std::int64_t epoch, const EpochStats& es) {
+  Interrupted at;
+  at.epoch = epoch;
+  at.steps_done = es.stopped_after;
+  at.stats = es;
+  at.reports = gather_reports(st.comm, es.report);
+  double wall = st.comm.rank() == 0 ? es.wall_s : 0.0;
+  st.comm.allreduce_sum(std::span<double>(&wall, 1));
+  at.stats.wall_s = wall;
+  return at;
+}
+
 data::Dataset take(data::Dataset&& d, std::size_t limit) {
   return limit == 0 || limit >= d.n ? std::move(d) : d.head(limit);
 }
@@ -127,13 +163,26 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     if (first > 0 && resumed.world != world)
       st.trace->write(trace::plan_record(st.planner->plan(), 0, "resume"));
   }
+  std::unique_ptr<detail::MetricsFile> metrics;
+  if (rank == 0 && !cfg.metrics_path.empty())
+    metrics = std::make_unique<detail::MetricsFile>(cfg.metrics_path, first > 0 || st.resume_at);
   const bool table = rank == 0 && cfg.table;
   if (table) detail::print_header(st);
 
+  RunResult out;
   for (std::int64_t e = first; e < cfg.epochs; ++e) {
-    if (st.trace) trace_disturbances(st, e);
+    // A resumed interrupted epoch's disturbances are in the trace already.
+    if (st.trace && !(st.resume_at && first > 0)) trace_disturbances(st, e);
     const std::vector<int> batch_at_start = st.planner->plan().batch;
-    const detail::EpochStats es = detail::run_epoch(st, e);
+    const EpochStats es = detail::run_epoch(st, e);
+    if (es.stopped_after >= 0) {
+      const Interrupted at = interrupted(st, e, es);
+      if (!cfg.checkpoint_dir.empty()) detail::save_checkpoint(st, &at);
+      out.stop_signal = agreed_signal(comm);
+      out.stop_epoch = e + 1;
+      out.stop_step = es.stopped_after;
+      break;
+    }
     const auto [test_loss, test_acc] = detail::evaluate(st);
     const std::vector<policy::Report> reports = gather_reports(comm, es.report);
     detail::trace_cpu(st, e);
@@ -160,6 +209,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
         st.planner->next(es.plan_reports.empty() ? reports : es.plan_reports);
     check_agreement(comm, next.plan, st.model->params(), e);
     if (table) detail::print_epoch(st, r);
+    if (metrics)
+      metrics->write(r, reports, st.hosts, optim::learning_rate(cfg.schedule, static_cast<double>(e)));
     if (st.trace) {
       for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
       st.trace->write({{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
@@ -172,13 +223,20 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     }
     st.results.push_back(r);
     if (!cfg.checkpoint_dir.empty()) detail::save_checkpoint(st);
+    if (e + 1 < cfg.epochs && any_stop(comm)) {
+      out.stop_signal = agreed_signal(comm);
+      out.stop_epoch = e + 2;
+      break;
+    }
   }
 
-  RunResult out;
+  if (st.trace) st.trace->flush();
   out.epochs = st.results;
   if (!st.results.empty()) {
     out.test_loss = st.results.back().test_loss;
     out.test_acc = st.results.back().test_acc;
+  } else if (out.stop_signal != 0) {  // stopped in the first epoch: no evaluation, no figures
+    out.test_loss = out.test_acc = std::numeric_limits<double>::quiet_NaN();
   } else {
     std::tie(out.test_loss, out.test_acc) = detail::evaluate(st);
   }
@@ -192,7 +250,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   out.param_l2 = std::sqrt(out.param_l2);
   if (rank == 0) {
     if (!cfg.summary_path.empty()) detail::write_summary(st, out);
-    if (!cfg.save_weights.empty()) nn::save_weights(*st.model, cfg.save_weights);
+    // A stopped run's weights are in its checkpoint; the weights file is for finished runs.
+    if (!cfg.save_weights.empty() && out.stop_signal == 0) nn::save_weights(*st.model, cfg.save_weights);
   }
   return out;
 }

@@ -36,11 +36,16 @@ struct RunResult {
   double param_l2 = 0;
   double param_sum = 0;
   std::vector<float> params;        // final parameters
+  // A stop signal (stop.h) ended the run early: the signal, and where it stopped: epoch
+  // stop_epoch (from 1) after stop_step of its steps (0: at its start, the epochs before it done).
+  int stop_signal = 0;
+  std::int64_t stop_epoch = 0, stop_step = 0;
 };
 
 // Runs the whole training on this rank. data is the full data set (every rank loads it; the
 // plan decides which samples a rank computes); pass it moved to save a copy. planner makes every
 // plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.
+// Stops early when any rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured.
 // Throws on any error; the caller aborts the job.
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
               planner::Planner* planner = nullptr);

@@ -1,6 +1,8 @@
 // The small shared helpers of lib/common: format, format_seconds, fnv1a, log::parse_level.
 #include <doctest/doctest.h>
 
+#include <ctime>
+#include <regex>
 #include <string>
 
 #include "lib/common/error.h"
@@ -41,4 +43,16 @@ TEST_CASE("Log.ParseLevel.TheOptionWordsOnly") {
   CHECK_THROWS_WITH_AS(log::parse_level("warn"),
                        "unknown log level 'warn' (expected debug, info, warning or error)",
                        ConfigError);
+}
+
+TEST_CASE("Log.Timestamp.Iso8601UtcMilliseconds") {
+  const std::time_t before = std::time(nullptr);
+  const std::string t = dbs::log::timestamp();
+  const std::time_t after = std::time(nullptr);
+  REQUIRE(std::regex_match(t, std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)")));
+  std::tm utc{};
+  REQUIRE(strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &utc) != nullptr);
+  const std::time_t at = timegm(&utc);  // read back as UTC: the same second as now
+  CHECK(at >= before);
+  CHECK(at <= after);
 }

@@ -47,9 +47,9 @@ TEST_CASE("Schedule.Warmup.RampsFromBaseToTarget") {
   CHECK(learning_rate(c, 9.0) == doctest::Approx(0.4));
 }
 
-TEST_CASE("Schedule.Decay.AppliesAtEpochStartAndCompounds") {
+TEST_CASE("Schedule.Decay.EpochsFromOne.AppliesAtEpochStartAndCompounds") {
   ScheduleConfig c = four_times(Scaling::linear);
-  c.decay_epochs = {3, 6};
+  c.decay_epochs = {4, 7};  // the 4th epoch starts at t = 3.0, the 7th at t = 6.0
   c.decay_factor = 0.1;
   CHECK(learning_rate(c, 2.99) == doctest::Approx(0.4));
   CHECK(learning_rate(c, 3.0) == doctest::Approx(0.04));
@@ -61,7 +61,7 @@ TEST_CASE("Schedule.Decay.AppliesAtEpochStartAndCompounds") {
 TEST_CASE("Schedule.Decay.NotDuringWarmup") {
   ScheduleConfig c = four_times(Scaling::none);
   c.warmup_epochs = 2;
-  c.decay_epochs = {1};
+  c.decay_epochs = {2};
   c.decay_factor = 0.5;
   CHECK(learning_rate(c, 1.5) == doctest::Approx(0.1));
   CHECK(learning_rate(c, 2.0) == doctest::Approx(0.05));
@@ -88,6 +88,11 @@ TEST_CASE("Schedule.Validate.RejectsBadValues") {
   c.warmup_epochs = -1;
   CHECK_THROWS_WITH_AS(dbs::optim::validate(c),
                        "lr schedule: warmup_epochs must be >= 0, got -1", dbs::ConfigError);
+  c = {};
+  c.decay_epochs = {2, 0};
+  CHECK_THROWS_WITH_AS(dbs::optim::validate(c),
+                       "lr schedule: decay_epochs (epochs count from 1) must be >= 1, got 0",
+                       dbs::ConfigError);
   c = {};
   c.decay_factor = 0;
   CHECK_THROWS_WITH_AS(dbs::optim::validate(c), "lr schedule: decay_factor must be > 0, got 0",

@@ -182,7 +182,9 @@ TEST_CASE("Survive.PeerTextCannotForgeALogLine") {
   log::set_level(log::Level::info);
   SocketClient c(daemon.port());
   policy::Settings forged = job_config();
-  forged.policy = "dbs\ndbs [dbs-scheduler] info: job 'payroll' finished after 9 planned epochs";
+  forged.policy =
+      "dbs\n2026-01-01T00:00:00.000Z dbs [dbs-scheduler] info: job 'payroll' finished after 9 "
+      "planned epochs";
   c.send(proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", forged}));
   const auto answer = c.line();
   log::set_level(log::Level::error);
@@ -194,7 +196,8 @@ TEST_CASE("Survive.PeerTextCannotForgeALogLine") {
   CHECK(answer->find("\"code\":\"invalid\"") != std::string::npos);
   std::ifstream in(path);
   const std::string log_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(log_text.find("unknown policy 'dbs\\ndbs [dbs-scheduler] info: job 'payroll'") !=
+  CHECK(log_text.find("unknown policy 'dbs\\n2026-01-01T00:00:00.000Z dbs [dbs-scheduler] info: "
+                      "job 'payroll'") != std::string::npos);
+  CHECK(log_text.find("\n2026-01-01T00:00:00.000Z dbs [dbs-scheduler] info: job 'payroll'") ==
         std::string::npos);
-  CHECK(log_text.find("\ndbs [dbs-scheduler] info: job 'payroll'") == std::string::npos);
 }

@@ -1,0 +1,67 @@
+# --metrics: one row per epoch and rank (CSV or JSONL), into folders created at start; the
+# rows agree with the summary; the README's gnuplot line plots it. Log lines carry an ISO 8601
+# UTC timestamp and the rank. --decay-epochs counts epochs from 1 (the lr column shows it).
+source "$(dirname "$0")/common.bash"
+args=(--model lenet --epochs 2 --train-limit 256 --test-limit 128 --batch 64 --optimizer sgd
+  --lr 0.02 --decay-epochs 2 --decay-factor 0.5 --no-progress)
+
+# Alone, CSV, output folders that do not exist yet.
+"$AGENT" "${args[@]}" --metrics "$TMP/m/deep/metrics.csv" --summary "$TMP/s/deep/summary.json" \
+  >"$TMP/out" 2>"$TMP/err" || fail "agent run failed: $(cat "$TMP/err")"
+python3 - "$TMP/m/deep/metrics.csv" "$TMP/s/deep/summary.json" <<'PY' || fail "CSV metrics wrong"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+summary = json.load(open(sys.argv[2]))
+want = ["epoch", "rank", "host", "batch", "samples", "steps", "compute_s", "comm_s", "throughput",
+        "epoch_s", "images_per_s", "efficiency", "train_loss", "test_loss", "test_acc", "lr"]
+assert list(rows[0].keys()) == want, rows[0].keys()
+assert [(r["epoch"], r["rank"]) for r in rows] == [("1", "0"), ("2", "0")], rows
+for r, e in zip(rows, summary["epochs"]):
+    assert int(r["samples"]) == 256 and int(r["steps"]) == 4 and int(r["batch"]) == 64, r
+    assert abs(float(r["train_loss"]) - e["train_loss"]) < 1e-5, (r, e)
+    assert abs(float(r["test_acc"]) - e["test_acc"]) < 1e-5, (r, e)
+    assert abs(float(r["throughput"]) - 256 / float(r["compute_s"])) < 0.01 * float(r["throughput"]), r
+# --decay-epochs 2: the second epoch (counted from 1) runs at half the rate, the first does not.
+assert float(rows[0]["lr"]) == 0.02 and float(rows[1]["lr"]) == 0.01, [r["lr"] for r in rows]
+print("csv ok:", len(rows), "rows, lr", [r["lr"] for r in rows])
+PY
+
+# Every log line: "2026-11-22T23:40:01.123Z dbs [rank 0] info: ...".
+[ -s "$TMP/err" ] || fail "the run logged nothing"
+bad=$(grep -vE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z dbs \[rank [0-9]+\] (debug|info|warning|error): ' "$TMP/err" || true)
+[ -z "$bad" ] || fail "log lines without timestamp and rank: $bad"
+stamp=$(head -n 1 "$TMP/err" | cut -c1-19)
+now=$(date -u +%s)
+logged=$(date -u -d "${stamp/T/ } UTC" +%s)
+[ $((now - logged)) -ge 0 ] && [ $((now - logged)) -lt 600 ] || fail "log time $stamp is not UTC now"
+echo "log lines ok: $(head -n 1 "$TMP/err")"
+
+# Two ranks, JSONL: a row per epoch and rank, the ranks' samples make the epoch.
+"${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --metrics "$TMP/metrics.jsonl" >"$TMP/out2" 2>"$TMP/err2" ||
+  fail "2-rank run failed: $(cat "$TMP/err2")"
+python3 - "$TMP/metrics.jsonl" <<'PY' || fail "JSONL metrics wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["epoch"], r["rank"]) for r in rows] == [(1, 0), (1, 1), (2, 0), (2, 1)], rows
+for e in (1, 2):
+    mine = [r for r in rows if r["epoch"] == e]
+    assert sum(r["samples"] for r in mine) == 256, mine
+    assert sum(r["batch"] for r in mine) == 64, mine
+    assert len({r["train_loss"] for r in mine}) == 1, mine
+print("jsonl ok:", len(rows), "rows")
+PY
+grep -q "\[rank 1\]" "$TMP/err2" || fail "rank 1 logs without its rank"
+
+# The README's plot line, as it stands, on this file.
+cmd=$(grep -m1 '^gnuplot -e' README.md) || fail "README has no gnuplot line"
+command -v gnuplot >/dev/null ||
+  (source agents/setup.sh && dbs_install_missing gnuplot-nox) >/dev/null 2>&1 || true
+if command -v gnuplot >/dev/null; then
+  mkdir -p "$TMP/plot/out"
+  cp "$TMP/m/deep/metrics.csv" "$TMP/plot/out/metrics.csv"
+  (cd "$TMP/plot" && eval "$cmd") || fail "README gnuplot line failed: $cmd"
+  [ "$(head -c 4 "$TMP/plot/out/throughput.png" | tail -c 3)" = PNG ] || fail "no PNG from: $cmd"
+  echo "README plot line ok: $(stat -c %s "$TMP/plot/out/throughput.png") bytes of PNG"
+else
+  echo "gnuplot not installed and not installable (not root?): README plot line not run"
+fi
