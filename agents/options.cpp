@@ -49,6 +49,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--rebalance-every", c.rebalance_every, "also re-plan every K steps inside an epoch (0 = per epoch)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
+  app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
   app.add_option("--trace", c.trace_path, "write the JSONL trace here (rank 0)");
   app.add_option("--checkpoint", c.checkpoint_dir, "checkpoint into this directory after every epoch");
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint");
