@@ -9,10 +9,13 @@
 namespace dbs::policy::detail {
 
 std::optional<Cost> CostEstimator::fit(const History& h) {
-  std::vector<Sample> samples;
-  for (const Point& p : h)
-    if (p.weight > 0) samples.push_back({p.batch, p.weight, p.mean});
-  return fit_samples(samples);
+  std::vector<Sample> all, firm;
+  for (const Point& p : h) {
+    if (p.weight <= 0) continue;
+    all.push_back({p.batch, p.weight, p.mean});
+    if (p.weight >= kFirmWeight) firm.push_back(all.back());
+  }
+  return fit_samples(firm.empty() ? all : firm);
 }
 
 void CostEstimator::merge(History& h, const CostPoint& c) {
@@ -44,17 +47,27 @@ void CostEstimator::observe(const std::vector<Report>& by, std::vector<int>& cha
                                 "not a finite number >= 0",
                                 i, c.mean_s, c.sd_s, c.batch));
     History& h = history_[i];
-    if (const auto cost = fit(h)) {
-      const double predicted = cost->at(main.batch);
-      double hist_var = 0, hist_w = 0;
-      for (const Point& p : h)
-        if (p.weight > 0 && p.batch == main.batch) hist_var = p.var, hist_w = p.weight;
+    const Point* same = nullptr;  // the history at the main point's batch size
+    for (const Point& p : h)
+      if (p.weight >= kFirmWeight && p.batch == main.batch) same = &p;
+    const std::optional<Cost> cost = fit(h);
+    if (same != nullptr || cost) {
+      const double predicted = same != nullptr ? same->mean : cost->at(main.batch);
       const double n = static_cast<double>(main.steps);
       double se2 = main.sd_s * main.sd_s / n;
-      if (hist_w > 0) se2 += hist_var / hist_w;
+      if (same != nullptr) se2 += same->var / same->weight;
+      const double min_change = same != nullptr ? kMinChange : kMinChangeExtrapolated;
       const double diff = std::abs(main.mean_s - predicted);
-      if (diff > kSigmas * std::sqrt(se2) && diff > kMinChange * predicted) {
-        h = History{};
+      if (diff > kSigmas * std::sqrt(se2) && diff > min_change * predicted && predicted > 0) {
+        // A slower or faster CPU scales fixed and per-sample work alike: the old points,
+        // scaled by the change, stay as a weak prior (weight <= kPriorWeight) for the batch
+        // sizes this epoch did not measure.
+        const double f = main.mean_s / predicted;
+        for (Point& p : h) {
+          p.mean *= f;
+          p.var *= f * f;
+          p.weight = std::min(p.weight, kPriorWeight);
+        }
         changed.push_back(static_cast<int>(i));
       }
     }

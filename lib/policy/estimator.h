@@ -4,13 +4,19 @@
 //
 // Words: a history point is (batch b, weight w, mean m, variance q): the decayed mean of the
 // rank's work time per step at b; w counts steps, decayed. Per rank and epoch:
-//   - the epoch's main point (its most frequent batch) is checked against the fit of the
-//     history: a difference beyond kSigmas standard errors and kMinChange relative is a
-//     change of speed; the history is then dropped and rebuilt from this epoch alone, so a
-//     real change is followed at once.
+//   - the epoch's main point (its most frequent batch) is checked against the history's point
+//     at the same batch size if it has one of weight >= kFirmWeight (a difference beyond
+//     kSigmas standard errors and kMinChange relative), else against the fit's extrapolation
+//     (beyond kMinChangeExtrapolated relative: alpha may still be unknown): a change of speed; every history point is then
+//     scaled by the ratio of the new mean to the old and cut to weight kPriorWeight, so this
+//     epoch dominates and a real change is followed at once, with the old batch sizes' shape
+//     as a weak prior.
 //   - otherwise every point's weight is multiplied by kKeep and the epoch's points merged in
 //     (same b: weighted mean and pooled variance; new b: added, the lightest point evicted
 //     beyond kPoints). Steady speeds thus average over about 1 / (1 - kKeep) epochs.
+// The fit uses the points of weight >= kFirmWeight when there are any: the single short last
+// step of an epoch is too noisy (one throttled step doubles it) to pin alpha until a few
+// epochs have accumulated it.
 // noise(i): the relative standard error of the mean at the rank's heaviest point, sqrt(q / w) /
 // m: the smoothing has shrunk it with the weight. The policy keeps its plan unless the
 // predicted gain exceeds a multiple of it (hysteresis where the model is unsure).
@@ -31,6 +37,9 @@ class CostEstimator {
   static constexpr double kKeep = 0.75;
   static constexpr double kSigmas = 4;
   static constexpr double kMinChange = 0.08;
+  static constexpr double kMinChangeExtrapolated = 0.25;
+  static constexpr double kFirmWeight = 2;
+  static constexpr double kPriorWeight = 2;
 
   explicit CostEstimator(int world) : history_(static_cast<std::size_t>(world)) {}
 
