@@ -66,14 +66,14 @@ std::array<CostPoint, 2> work_from_json(const Fields& f) {
     const json& e = w[k];
     const auto bad = [&] {
       f.fail("field 'work' entry " + std::to_string(k) +
-             " must be [batch >= 1, steps >= 1, mean_s >= 0, sd_s >= 0]");
+             " must be [batch in [1, 2^30], steps in [1, 2^40], mean_s and sd_s in [0, 1e9]]");
     };
     if (!e.is_array() || e.size() != 4) bad();
     for (const json& x : e)
-      if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0) bad();
+      if (!x.is_number() || !(x.get<double>() >= 0) || !(x.get<double>() <= 1e9)) bad();
     if (!e[0].is_number_integer() || !e[1].is_number_integer()) bad();
     const std::int64_t b = e[0].get<std::int64_t>(), n = e[1].get<std::int64_t>();
-    if (b < 1 || b > (1 << 30) || n < 1) bad();
+    if (b < 1 || b > (1 << 30) || n < 1 || n > (std::int64_t{1} << 40)) bad();
     out[k] = {static_cast<int>(b), n, e[2].get<double>(), e[3].get<double>()};
   }
   return out;
