@@ -25,7 +25,8 @@
 // property test's random cases it re-planned 124 of 90,000 noisy epochs, this rounding 2.
 // The current plan is kept unless (T(current) - T(b)) / T(current) >= min_gain.
 //
-// Cost model (when the reports carry work times, Report::work): each rank's step costs
+// Cost model ("dbs-cost", when the reports carry work times, Report::work; plain "dbs" ignores
+// them, so that replay, whose simulated reports have none, reproduces its plans): each rank's step costs
 // t_i(b) = alpha_i + beta_i * b, fitted by CostEstimator (lib/policy/estimator.h) from the
 // steps it ran at different batch sizes (the short last step, earlier plans); ranks without a
 // fit are costed b / v_i. The plan is water_fill's (equal predicted step time, bounds, sum B
@@ -33,7 +34,8 @@
 // comm_s per step any rank reported (the last to arrive hardly waits). The gain gate needs
 // gain >= max(min_gain, kNoiseSigmas * the largest noise(i)): where the model is unsure the
 // plan stays (no oscillation on noisy steps), except right after a change of speed, when
-// min_gain alone decides (a real change is followed at once).
+// min_gain alone decides (a real change is followed at once); the noise term is capped at
+// kMaxNoiseGate, so a large imbalance is corrected even on very noisy steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +51,7 @@ namespace {
 
 constexpr double kDrop = 0.8;        // aggregate rate below kDrop * v_i is a suspected stall
 constexpr double kNoiseSigmas = 2;   // the gain must exceed this many relative standard errors
+constexpr double kMaxNoiseGate = 0.1;  // ... but a predicted gain of 10% is always taken
 // state() = {version, v_0..v_{n-1}, last_0..last_{n-1}, CostEstimator state}; version 1 had
 // no estimator state.
 constexpr double kStateVersion = 2;
@@ -75,14 +78,15 @@ std::string note(const char* what, const std::vector<int>& ranks) {
 
 class Dbs : public Policy {
  public:
-  Dbs(const Settings& settings, int world)
-      : config_(settings),
+  Dbs(const Settings& settings, int world, bool cost_model)
+      : cost_model_(cost_model),
+        config_(settings),
         world_(world),
         estimate_(static_cast<std::size_t>(world), 0.0),
         last_(static_cast<std::size_t>(world), 0.0),
         cost_(world) {}
 
-  std::string name() const override { return "dbs"; }
+  std::string name() const override { return cost_model_ ? "dbs-cost" : "dbs"; }
 
   Plan initial() const override {
     Plan p;
@@ -115,8 +119,8 @@ class Dbs : public Policy {
   Plan decide(const Plan& current, const std::vector<Report>& by) {
     std::vector<int> held, silent, changed;
     observe(by, held, silent);
-    cost_.observe(by, changed);
-    if (cost_.any()) return decide_by_cost(current, by, held, silent, changed);
+    if (cost_model_) cost_.observe(by, changed);
+    if (cost_model_ && cost_.any()) return decide_by_cost(current, by, held, silent, changed);
 
     Plan p;
     p.epoch = current.epoch + 1;
@@ -276,8 +280,9 @@ class Dbs : public Policy {
     const double before = step_time(costs, current.batch, comm),
                  after = step_time(costs, proposal, comm);
     const double gain = (before - after) / before;
-    const double need = changed.empty() ? std::max(config_.min_gain, kNoiseSigmas * noise)
-                                        : config_.min_gain;
+    const double need = changed.empty()
+                            ? std::max(config_.min_gain, std::min(kNoiseSigmas * noise, kMaxNoiseGate))
+                            : config_.min_gain;
     if (proposal == current.batch) {
       p.reason = "kept: already balanced, predicted " + epoch_time(after);
     } else if (gain < need) {
@@ -311,6 +316,7 @@ class Dbs : public Policy {
     return p;
   }
 
+  bool cost_model_;
   Settings config_;
   int world_;
   std::vector<double> estimate_;  // v_i, samples/s; 0 = none yet
@@ -320,8 +326,8 @@ class Dbs : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_dbs(const Settings& settings, int world) {
-  return std::make_unique<Dbs>(settings, world);
+std::unique_ptr<Policy> make_dbs(const Settings& settings, int world, bool cost_model) {
+  return std::make_unique<Dbs>(settings, world, cost_model);
 }
 
 }  // namespace dbs::policy::detail
