@@ -138,8 +138,8 @@ TEST_CASE("Train.Resume.DbsWithPolicyStateEndsWithTheSameParameters") {
 
 // With a daemon that cannot be reached every epoch is planned by the daemon planner's embedded
 // fallback, and the checkpoint keeps that planner's estimates (dbs state {version, v_0, v_1,
-// last_0, last_1, cost history: 2 ranks x 4 points x 4}), the ones the plans were made from,
-// not those of an idle second policy.
+// last_0, last_1, cost history: 2 ranks x 4 points x 4, empty under plain dbs}), the ones the
+// plans were made from, not those of an idle second policy.
 TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   const auto dir = std::filesystem::temp_directory_path() / "dbs-train-daemon-fallback";
   std::filesystem::remove_all(dir);
@@ -173,8 +173,6 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   CHECK(state[0] == 2);
   CHECK(state[1] > 0);
   CHECK(state[2] > 0);
-  CHECK(state[5 + 1] > 0);       // rank 0's first cost point has weight
-  CHECK(state[5 + 16 + 1] > 0);  // and rank 1's
   CHECK(state == planners[0]->state());
   std::filesystem::remove_all(dir);
 }
