@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   comm::MpiRuntime mpi(&argc, &argv);
   std::unique_ptr<comm::Communicator> comm;
   try {
-    comm = comm::make_mpi(comm::parse_algorithm(opts.train.allreduce));
+    comm = comm::make_mpi(comm::parse_algorithm(opts.train.allreduce),
+                          comm::parse_wait(opts.train.wait));
   } catch (const std::exception& e) {
     return cli::fail("dbs-agent", std::string("cannot start: ") + e.what(), cli::runtime_error);
   }

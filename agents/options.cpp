@@ -114,13 +114,14 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()->group(model);
 
   const char* const balance = "Balance";
-  app.add_option("--policy", c.policy, "balancing policy: dbs, static or fixed:b0,b1,...")->capture_default_str()->group(balance);
+  app.add_option("--policy", c.policy, "balancing policy: dbs (batch in proportion to measured speed), dbs-cost (per-rank cost model alpha + beta b, water-filled), static or fixed:b0,b1,...")->capture_default_str()->group(balance);
   app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(at_least(1))->group(balance);
   app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(at_least(0))->group(balance);
   app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain (fraction)")->capture_default_str()->check(between(0, 0.999999))->group(balance);
   app.add_option("--rebalance-every", c.rebalance_every, "also re-plan every K steps inside an epoch (0 = per epoch)")->capture_default_str()->check(at_least(0))->group(balance);
   app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(balance);
   app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}))->group(balance);
+  app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";
   planner::DaemonOptions& sc = o.scheduler;

@@ -1,15 +1,28 @@
 // dbs-bench balance (run under mpirun): the same short training under several policies with the
 // same disturbance; per-epoch wall and ideal times, the steady-state ratio to the ideal, and the
-// speedup over static. A run is "static", "dbs", "fixed:..." or "dbs@K" (dbs re-planning every
-// K steps as well).
+// speedup over static. A run is "static", "dbs", "dbs-cost", "fixed:..." or "dbs@K" (dbs
+// re-planning every K steps as well; also dbs-cost@K).
+//
+// --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without
+// a quota unlimited) for the whole benchmark. The independent ideal: before the runs, each rank
+// in turn trains alone (a world of one, global batch B, --solo-epochs epochs of
+// --solo-limit samples) while the others sleep in a barrier; its rate v_r is the last solo
+// epoch's samples / wall s, and independent_ideal_s = N / sum_r v_r per epoch: what a perfect
+// split of the data would take with every rank at its stand-alone speed.
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/cgroup.h"
+#include "lib/common/error.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
@@ -29,11 +42,72 @@ struct BalanceOptions {
   int steady_from = 3;                        // first epoch (1-based) of the steady state
   std::vector<std::string> runs = {"static", "dbs"};
   std::vector<std::string> disturb = {"rank=1,factor=3"};
+  std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
+  std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
+  int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
+  std::size_t solo_limit = 3000;              // samples per stand-alone epoch
+  std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
   std::string data_dir = data::kDefaultDataDir;
 };
 
-nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
-                       const data::FashionMnist& data) {
+// --quota values by rank; throws ConfigError naming the value at fault.
+std::map<int, double> parse_quotas(const std::vector<std::string>& specs, int world) {
+  std::map<int, double> out;
+  for (const std::string& s : specs) {
+    const auto eq = s.find('=');
+    std::size_t used_r = 0, used_c = 0;
+    int rank = -1;
+    double cores = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument("no '='");
+      rank = std::stoi(s.substr(0, eq), &used_r);
+      cores = std::stod(s.substr(eq + 1), &used_c);
+    } catch (const std::exception&) {
+      throw ConfigError("--quota '" + s + "': expected RANK=CORES, e.g. 1=0.33");
+    }
+    if (used_r != eq || used_c != s.size() - eq - 1 || rank < 0 || rank >= world ||
+        !(cores > 0) || cores > 1024)
+      throw ConfigError("--quota '" + s + "': rank must be in [0, " + std::to_string(world) +
+                        ") and cores in (0, 1024]");
+    out[rank] = cores;
+  }
+  return out;
+}
+
+// Puts every rank in its cgroup ("dbs-bench-<launcher pid>-rank<r>", quota or unlimited), or
+// throws on every rank if any rank could not make its own (the message of the first that
+// failed), group left empty.
+void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
+                  std::optional<CpuCgroup>& group) {
+  long launcher = static_cast<long>(::getppid());
+  comm.broadcast_bytes(&launcher, sizeof launcher, 0);
+  char error[256] = {};
+  try {
+    const auto q = quotas.find(comm.rank());
+    group.emplace("dbs-bench-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
+                  q == quotas.end() ? 0.0 : q->second);
+  } catch (const std::exception& e) {
+    std::snprintf(error, sizeof error, "rank %d: %s", comm.rank(), e.what());
+  }
+  std::vector<char> all(sizeof error * static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(error, sizeof error, all.data());
+  for (int r = 0; r < comm.size(); ++r) {
+    if (all[sizeof error * static_cast<std::size_t>(r)] != 0) {
+      group.reset();
+      throw Error("--quota: " + std::string(&all[sizeof error * static_cast<std::size_t>(r)]));
+    }
+  }
+}
+
+// --disturb specs; "" and "none" add nothing.
+std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
+  std::vector<train::Disturbance> out;
+  for (const auto& d : o.disturb)
+    if (!d.empty() && d != "none") out.push_back(train::parse_disturbance(d));
+  return out;
+}
+
+train::Config base_config(const BalanceOptions& o) {
   train::Config c;
   c.model = o.model;
   c.threads = o.threads;
@@ -44,14 +118,60 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
   c.test_limit = o.test_limit;
   c.progress = false;
   c.table = false;
+  c.wait = o.wait;
+  return c;
+}
+
+// Each rank's stand-alone samples/s (see the comment at the top), the same on every rank.
+std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm,
+                               const data::FashionMnist& data) {
+  std::vector<double> rates(static_cast<std::size_t>(comm.size()), 0.0);
+  for (int r = 0; r < comm.size(); ++r) {
+    double rate = 0;
+    if (comm.rank() == r) {
+      train::Config c = base_config(o);
+      c.policy = "static";
+      c.epochs = o.solo_epochs;
+      c.train_limit = o.solo_limit;
+      c.test_limit = 256;
+      // Rank r's disturbances, for the world of one it trains in alone (where it is rank 0),
+      // active throughout: the stand-alone speed under the disturbance.
+      for (train::Disturbance d : disturbances(o)) {
+        if (d.rank != r) continue;
+        d.rank = 0;
+        d.from = 1.0;
+        d.to = -1.0;
+        c.disturbances.push_back(d);
+      }
+      auto single = comm::make_single();
+      const train::RunResult res = train::run(c, *single, data);
+      const auto& last = res.epochs.back();
+      rate = static_cast<double>(std::min(o.solo_limit, data.train.n)) / last.wall_s;
+    }
+    // The others wait here, asleep whatever --wait says: they must not take CPU from rank r.
+    MPI_Request arrived = MPI_REQUEST_NULL;
+    comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &arrived), "MPI_Ibarrier");
+    comm::await(arrived, comm::Wait::sleep);
+    comm.broadcast_bytes(&rate, sizeof rate, r);
+    rates[static_cast<std::size_t>(r)] = rate;
+  }
+  return rates;
+}
+
+nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
+                       const data::FashionMnist& data, double independent_s) {
+  train::Config c = base_config(o);
+  if (!o.trace_dir.empty()) c.trace_path = o.trace_dir + "/" + run + ".jsonl";
   const auto at = run.find('@');
   c.policy = run.substr(0, at);
   if (at != std::string::npos) c.rebalance_every = std::stoi(run.substr(at + 1));
-  for (const auto& d : o.disturb) c.disturbances.push_back(train::parse_disturbance(d));
+  c.disturbances = disturbances(o);
   const train::RunResult r = train::run(c, comm, data);
   nlohmann::json epochs = nlohmann::json::array();
   double wall = 0, ideal = 0, total = 0;
-  for (const auto& e : r.epochs) {
+  int steady = 0, changes = 0;  // steady epochs; plan changes at their starts and inside them
+  for (std::size_t k = 0; k < r.epochs.size(); ++k) {
+    const auto& e = r.epochs[k];
     epochs.push_back({{"epoch", e.epoch + 1}, {"wall_s", e.wall_s}, {"ideal_s", e.ideal_s},
                       {"ratio_to_ideal", e.wall_s / e.ideal_s}, {"batch", e.batch},
                       {"throughput", e.throughput}, {"replans", e.replans}});
@@ -59,24 +179,42 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
     if (e.epoch + 1 >= o.steady_from) {
       wall += e.wall_s;
       ideal += e.ideal_s;
+      ++steady;
+      changes += e.replans + (k > 0 && r.epochs[k - 1].batch != e.batch ? 1 : 0);
     }
   }
+  const double independent = independent_s * steady;
   return {{"run", run}, {"epochs", epochs}, {"total_s", total}, {"steady_wall_s", wall},
           {"steady_ideal_s", ideal}, {"steady_ratio_to_ideal", ideal > 0 ? wall / ideal : 0.0},
-          {"test_acc", r.test_acc}};
+          {"steady_ratio_to_independent", independent > 0 ? wall / independent : 0.0},
+          {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
 }
 
 int run_balance(const BalanceOptions& o) {
   int argc = 0;
   char** argv = nullptr;
   comm::MpiRuntime mpi(&argc, &argv);
-  auto comm = comm::make_mpi(comm::Algorithm::mpi);
+  auto comm = comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(o.wait));
   nn::ThreadLimit limit(o.threads);
   log::set_level(log::Level::warn);
+  std::optional<CpuCgroup> group;
+  try {
+    const std::map<int, double> quotas = parse_quotas(o.quota, comm->size());
+    if (!quotas.empty()) enter_cgroup(quotas, *comm, group);
+  } catch (const std::exception& e) {
+    if (comm->rank() == 0) log::error(e.what());
+    return 1;
+  }
   try {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
+    const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)
+                                                       : std::vector<double>{};
+    double sum_solo = 0;
+    for (const double v : solo) sum_solo += v;
+    const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
+    const double independent_s = sum_solo > 0 ? n / sum_solo : 0.0;
     nlohmann::json runs = nlohmann::json::array();
-    for (const auto& run : o.runs) runs.push_back(one_run(o, run, *comm, data));
+    for (const auto& run : o.runs) runs.push_back(one_run(o, run, *comm, data, independent_s));
     double static_wall = 0;
     for (const auto& r : runs)
       if (r["run"] == "static") static_wall = r["steady_wall_s"].get<double>();
@@ -86,11 +224,14 @@ int run_balance(const BalanceOptions& o) {
       std::puts(nlohmann::json({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
+                                {"quota", o.quota}, {"wait", o.wait},
+                                {"solo_rate", solo}, {"independent_ideal_s", independent_s},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}})
                     .dump(2)
                     .c_str());
   } catch (const std::exception& e) {
     log::error(e.what());
+    group.reset();  // leave and remove the cgroup: MPI_Abort ends the process
     comm->abort(1);
   }
   return 0;
@@ -109,8 +250,13 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs: static, dbs, fixed:..., dbs@K (re-plan every K steps)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable)")->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
+  cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
+  cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
+  cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
   cmd->callback([&action, o] { action = [o] { return run_balance(*o); }; });
 }

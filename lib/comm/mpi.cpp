@@ -63,15 +63,20 @@ int as_int(std::size_t n) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(Algorithm algorithm) : algorithm_(algorithm) {
+  MpiCommunicator(Algorithm algorithm, Wait wait)
+      : algorithm_(algorithm), wait_(resolve_wait(wait)) {
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
+    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    arrive_first_ = any != 0 && size_ > 1;
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   void allreduce_sum(std::span<float> data) override {
+    arrive();
     if (algorithm_ == Algorithm::ring) {
       ring_allreduce_sum(MPI_COMM_WORLD, data.data(), data.size());
     } else {
@@ -80,11 +85,13 @@ class MpiCommunicator final : public Communicator {
   }
 
   void allreduce_sum(std::span<double> data) override {
+    arrive();
     reduce(data.data(), data.size(), MPI_DOUBLE);
   }
 
   void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
     if (bytes > max_count) throw CommError("allgather_bytes: more than INT_MAX bytes per rank");
+    arrive();
     check_mpi(
         MPI_Allgather(in, as_int(bytes), MPI_BYTE, out, as_int(bytes), MPI_BYTE, MPI_COMM_WORLD),
         "MPI_Allgather");
@@ -92,6 +99,7 @@ class MpiCommunicator final : public Communicator {
 
   void broadcast_bytes(void* data, std::size_t bytes, int root) override {
     auto* p = static_cast<unsigned char*>(data);
+    arrive();
     for (std::size_t done = 0; done < bytes;) {
       const std::size_t n = std::min(bytes - done, max_count);
       check_mpi(MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
@@ -99,7 +107,13 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  void barrier() override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier() override {
+    if (arrive_first_) {
+      arrive();
+    } else {
+      check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    }
+  }
 
   void abort(int code) noexcept override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -114,6 +128,15 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // With a sleeping rank in the job: every rank joins a non-blocking barrier and waits for it
+  // as wait_ says, so the collective that follows finds everyone there.
+  void arrive() {
+    if (!arrive_first_) return;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+    await(request, wait_);
+  }
+
   template <typename T>
   void reduce(T* data, std::size_t count, MPI_Datatype type) {
     for (std::size_t done = 0; done < count;) {
@@ -125,17 +148,19 @@ class MpiCommunicator final : public Communicator {
   }
 
   Algorithm algorithm_;
+  Wait wait_;                  // spin or sleep (resolved)
+  bool arrive_first_ = false;  // some rank sleeps: barrier before every collective
   int rank_ = 0;
   int size_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi(Algorithm algorithm) {
+std::unique_ptr<Communicator> make_mpi(Algorithm algorithm, Wait wait) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw CheckError("make_mpi: MPI is not initialised (create an MpiRuntime)");
-  return std::make_unique<MpiCommunicator>(algorithm);
+  return std::make_unique<MpiCommunicator>(algorithm, wait);
 }
 
 }  // namespace dbs::comm

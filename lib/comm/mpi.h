@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/comm/communicator.h"
+#include "lib/comm/wait.h"
 
 namespace dbs::comm {
 
@@ -37,7 +38,9 @@ enum class Algorithm { mpi, ring };
 Algorithm parse_algorithm(const std::string& name);
 const char* to_string(Algorithm algorithm);
 
-// A Communicator over MPI_COMM_WORLD. Requires a live MpiRuntime.
-std::unique_ptr<Communicator> make_mpi(Algorithm algorithm);
+// A Communicator over MPI_COMM_WORLD that waits in its collectives as `wait` says
+// (lib/comm/wait.h). Requires a live MpiRuntime. Collective: every rank calls it (the ranks
+// agree whether any of them sleeps).
+std::unique_ptr<Communicator> make_mpi(Algorithm algorithm, Wait wait = Wait::automatic);
 
 }  // namespace dbs::comm

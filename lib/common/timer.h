@@ -1,5 +1,8 @@
-// Wall-clock stopwatch (steady clock, seconds as double).
+// Stopwatches: wall clock (steady clock) and CPU time of the calling thread or the process,
+// seconds as double.
 #pragma once
+
+#include <time.h>
 
 #include <chrono>
 
@@ -15,5 +18,13 @@ class Stopwatch {
   using clock = std::chrono::steady_clock;
   clock::time_point start_;
 };
+
+// CPU seconds consumed so far by the calling thread (CLOCK_THREAD_CPUTIME_ID) or by the whole
+// process, all threads (CLOCK_PROCESS_CPUTIME_ID); 0 if the clock cannot be read.
+inline double cpu_seconds(clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 }  // namespace dbs

@@ -24,19 +24,37 @@
 // small batch, raising T by up to 1 / x_i, and +-0.5% noise flips such choices: in the
 // property test's random cases it re-planned 124 of 90,000 noisy epochs, this rounding 2.
 // The current plan is kept unless (T(current) - T(b)) / T(current) >= min_gain.
+//
+// Cost model ("dbs-cost", when the reports carry work times, Report::work; plain "dbs" ignores
+// them, so that replay, whose simulated reports have none, reproduces its plans): each rank's step costs
+// t_i(b) = alpha_i + beta_i * b, fitted by CostEstimator (lib/policy/estimator.h) from the
+// steps it ran at different batch sizes (the short last step, earlier plans); ranks without a
+// fit are costed b / v_i. The plan is water_fill's (equal predicted step time, bounds, sum B
+// exactly) and T(b) = max_i t_i(b_i) + c, where c, the allreduce without waiting, is the least
+// comm_s per step any rank reported (the last to arrive hardly waits). The gain gate needs
+// gain >= max(min_gain, kNoiseSigmas * the largest noise(i)): where the model is unsure the
+// plan stays (no oscillation on noisy steps), except right after a change of speed, when
+// min_gain alone decides (a real change is followed at once); the noise term is capped at
+// kMaxNoiseGate, so a large imbalance is corrected even on very noisy steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 
 #include "lib/common/error.h"
+#include "lib/policy/cost.h"
+#include "lib/policy/estimator.h"
 #include "lib/policy/internal.h"
 
 namespace dbs::policy::detail {
 namespace {
 
 constexpr double kDrop = 0.8;        // aggregate rate below kDrop * v_i is a suspected stall
-constexpr double kStateVersion = 1;  // state() = {version, v_0..v_{n-1}, last_0..last_{n-1}}
+constexpr double kNoiseSigmas = 2;   // the gain must exceed this many relative standard errors
+constexpr double kMaxNoiseGate = 0.1;  // ... but a predicted gain of 10% is always taken
+// state() = {version, v_0..v_{n-1}, last_0..last_{n-1}, CostEstimator state}; version 1 had
+// no estimator state.
+constexpr double kStateVersion = 2;
 
 // Seconds of compute per step under batch for throughputs v (all > 0).
 double step_s(const std::vector<int>& batch, const std::vector<double>& v) {
@@ -60,13 +78,15 @@ std::string note(const char* what, const std::vector<int>& ranks) {
 
 class Dbs : public Policy {
  public:
-  Dbs(const Settings& settings, int world)
-      : config_(settings),
+  Dbs(const Settings& settings, int world, bool cost_model)
+      : cost_model_(cost_model),
+        config_(settings),
         world_(world),
         estimate_(static_cast<std::size_t>(world), 0.0),
-        last_(static_cast<std::size_t>(world), 0.0) {}
+        last_(static_cast<std::size_t>(world), 0.0),
+        cost_(world) {}
 
-  std::string name() const override { return "dbs"; }
+  std::string name() const override { return cost_model_ ? "dbs-cost" : "dbs"; }
 
   Plan initial() const override {
     Plan p;
@@ -85,18 +105,22 @@ class Dbs : public Policy {
     check_current(current, config_, world_);
     const std::vector<Report> by = by_rank(reports, world_);
     const std::vector<double> estimate = estimate_, last = last_;
+    const CostEstimator cost = cost_;
     try {
       return decide(current, by);
     } catch (...) {
       estimate_ = estimate;
       last_ = last;
+      cost_ = cost;
       throw;
     }
   }
 
   Plan decide(const Plan& current, const std::vector<Report>& by) {
-    std::vector<int> held, silent;
+    std::vector<int> held, silent, changed;
     observe(by, held, silent);
+    if (cost_model_) cost_.observe(by, changed);
+    if (cost_model_ && cost_.any()) return decide_by_cost(current, by, held, silent, changed);
 
     Plan p;
     p.epoch = current.epoch + 1;
@@ -136,6 +160,7 @@ class Dbs : public Policy {
     std::vector<double> s{kStateVersion};
     s.insert(s.end(), estimate_.begin(), estimate_.end());
     s.insert(s.end(), last_.begin(), last_.end());
+    cost_.append_state(s);
     return s;
   }
 
@@ -144,21 +169,27 @@ class Dbs : public Policy {
     if (s.empty()) {
       estimate_.assign(n, 0.0);
       last_.assign(n, 0.0);
+      cost_ = CostEstimator(world_);
       return;
     }
-    if (s.size() != 1 + 2 * n || s[0] != kStateVersion) {
+    const std::size_t v2 = 1 + 2 * n + CostEstimator::state_size(world_);
+    const bool ok = (s[0] == 1 && s.size() == 1 + 2 * n) || (s[0] == kStateVersion && s.size() == v2);
+    if (!ok) {
       throw InputError(
-          format("dbs policy state: expected version %g and %zu values for %zu ranks, "
-                 "got %zu values",
-                 kStateVersion, 1 + 2 * n, n, s.size()));
+          format("dbs policy state: expected version %g and %zu values for %zu ranks (or "
+                 "version 1 and %zu), got %zu values",
+                 kStateVersion, v2, n, 1 + 2 * n, s.size()));
     }
     for (std::size_t i = 1; i < s.size(); ++i) {
       if (!std::isfinite(s[i]) || s[i] < 0) {
         throw InputError(format("dbs policy state: value %zu is %g", i, s[i]));
       }
     }
-    estimate_.assign(s.begin() + 1, s.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-    last_.assign(s.begin() + 1 + static_cast<std::ptrdiff_t>(n), s.end());
+    const auto mid = s.begin() + 1 + static_cast<std::ptrdiff_t>(n);
+    estimate_.assign(s.begin() + 1, mid);
+    last_.assign(mid, mid + static_cast<std::ptrdiff_t>(n));
+    cost_ = CostEstimator(world_);
+    if (s[0] == kStateVersion) cost_.read_state(s, 1 + 2 * n);
   }
 
  private:
@@ -217,16 +248,86 @@ class Dbs : public Policy {
     return epoch_time(step) + " (ideal " + number(ideal) + (n > 0 ? " s)" : " ms)");
   }
 
+  // decide() under the cost model (see the comment at the top).
+  Plan decide_by_cost(const Plan& current, const std::vector<Report>& by,
+                      const std::vector<int>& held, const std::vector<int>& silent,
+                      const std::vector<int>& changed) {
+    const std::vector<double> v = planning_rates();
+    std::vector<Cost> costs(static_cast<std::size_t>(world_));
+    double noise = 0;
+    Cost mean{};  // of the fitted ranks, for a rank with neither a fit nor a rate
+    int fitted = 0;
+    for (int i = 0; i < world_; ++i) {
+      const auto c = cost_.cost(i);
+      const std::size_t k = static_cast<std::size_t>(i);
+      costs[k] = c ? *c : Cost{0.0, v.empty() ? 0.0 : 1.0 / v[k]};
+      if (c) mean = {mean.alpha + c->alpha, mean.beta + c->beta}, ++fitted;
+      noise = std::max(noise, cost_.noise(i));
+    }
+    for (Cost& c : costs)
+      if (!(c.beta > 0)) c = {mean.alpha / fitted, mean.beta / fitted};
+    double comm = -1;
+    for (const Report& r : by)
+      if (r.steps > 0) comm = comm < 0 ? r.comm_s / static_cast<double>(r.steps) : std::min(comm, r.comm_s / static_cast<double>(r.steps));
+    comm = std::max(comm, 0.0);
+
+    Plan p;
+    p.epoch = current.epoch + 1;
+    p.global_batch = config_.global_batch;
+    p.batch = current.batch;
+    const std::vector<int> proposal = water_fill(costs, config_.global_batch, config_.min_batch,
+                                                 config_.max_batch_or_global());
+    const double before = step_time(costs, current.batch, comm),
+                 after = step_time(costs, proposal, comm);
+    const double gain = (before - after) / before;
+    const double need = changed.empty()
+                            ? std::max(config_.min_gain, std::min(kNoiseSigmas * noise, kMaxNoiseGate))
+                            : config_.min_gain;
+    if (proposal == current.batch) {
+      p.reason = "kept: already balanced, predicted " + epoch_time(after);
+    } else if (gain < need) {
+      p.reason = format("kept: predicted gain %.1f%% < %.1f%%", 100 * gain, 100 * need);
+      if (need > config_.min_gain) p.reason += " (model noise)";
+    } else {
+      p.batch = proposal;
+      p.changed = true;
+      p.reason = format("rebalanced: predicted %s -> %s", epoch_time(before).c_str(),
+                        epoch_time(after).c_str());
+    }
+    const std::size_t slow = static_cast<std::size_t>(
+        std::max_element(costs.begin(), costs.end(),
+                         [](const Cost& a, const Cost& b) { return a.beta < b.beta; }) -
+        costs.begin());
+    p.reason += format("; cost model, rank %zu slowest: %s ms + %s ms/sample, allreduce %s ms",
+                       slow, number(1000 * costs[slow].alpha).c_str(),
+                       number(1000 * costs[slow].beta).c_str(), number(1000 * comm).c_str());
+    p.reason += note("speed changed on", changed);
+    p.reason += note("stall suspected, estimate held for", held);
+    p.reason += note("no valid report from", silent);
+    p.offset = offsets_of(p.batch);
+    p.throughput.resize(costs.size());
+    for (std::size_t i = 0; i < costs.size(); ++i) p.throughput[i] = p.batch[i] / costs[i].at(p.batch[i]);
+    p.predicted_epoch_s = policy::epoch_time(costs, p, config_.samples_per_epoch, comm);
+    p.ideal_epoch_s = ideal_epoch_time(costs, config_.global_batch, config_.samples_per_epoch, comm);
+    if (!std::isfinite(p.predicted_epoch_s) || !std::isfinite(p.ideal_epoch_s))
+      throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
+                              "finite", static_cast<long long>(p.epoch + 1),
+                              p.predicted_epoch_s, p.ideal_epoch_s));
+    return p;
+  }
+
+  bool cost_model_;
   Settings config_;
   int world_;
   std::vector<double> estimate_;  // v_i, samples/s; 0 = none yet
   std::vector<double> last_;      // r_i of the last epoch rank i reported, samples/s; 0 = none
+  CostEstimator cost_;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_dbs(const Settings& settings, int world) {
-  return std::make_unique<Dbs>(settings, world);
+std::unique_ptr<Policy> make_dbs(const Settings& settings, int world, bool cost_model) {
+  return std::make_unique<Dbs>(settings, world, cost_model);
 }
 
 }  // namespace dbs::policy::detail

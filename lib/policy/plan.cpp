@@ -1,5 +1,7 @@
 #include "lib/policy/plan.h"
 
+#include <cmath>
+
 namespace dbs::policy {
 
 using nlohmann::json;
@@ -50,11 +52,45 @@ Plan plan_from_json(const Fields& f) {
   return p;
 }
 
+namespace {
+
+// Report field "work": absent, or up to two [batch, steps, mean_s, sd_s] (CostPoint).
+std::array<CostPoint, 2> work_from_json(const Fields& f) {
+  std::array<CostPoint, 2> out{};
+  if (!f.has("work")) return out;
+  const json& w = f.need("work");
+  if (!w.is_array() || w.size() > out.size())
+    f.fail("field 'work' must be an array of at most 2 [batch, steps, mean_s, sd_s], got " +
+           describe(w));
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const json& e = w[k];
+    const auto bad = [&] {
+      f.fail("field 'work' entry " + std::to_string(k) +
+             " must be [batch in [1, 2^30], steps in [1, 2^40], mean_s and sd_s in [0, 1e9]]");
+    };
+    if (!e.is_array() || e.size() != 4) bad();
+    for (const json& x : e)
+      if (!x.is_number() || !(x.get<double>() >= 0) || !(x.get<double>() <= 1e9)) bad();
+    if (!e[0].is_number_integer() || !e[1].is_number_integer()) bad();
+    const std::int64_t b = e[0].get<std::int64_t>(), n = e[1].get<std::int64_t>();
+    if (b < 1 || b > (1 << 30) || n < 1 || n > (std::int64_t{1} << 40)) bad();
+    out[k] = {static_cast<int>(b), n, e[2].get<double>(), e[3].get<double>()};
+  }
+  return out;
+}
+
+}  // namespace
+
 json to_json(const Report& r) {
-  return {{"rank", r.rank},     {"epoch", r.epoch + 1},
+  json out = {{"rank", r.rank},     {"epoch", r.epoch + 1},
           {"batch", r.batch},   {"samples", r.samples},
           {"steps", r.steps},   {"compute_s", r.compute_s},
           {"comm_s", r.comm_s}, {"step_rate_median", r.step_rate_median}};
+  json work = json::array();
+  for (const CostPoint& c : r.work)
+    if (c.batch > 0) work.push_back({c.batch, c.steps, c.mean_s, c.sd_s});
+  if (!work.empty()) out["work"] = std::move(work);
+  return out;
 }
 
 Report report_from_json(const Fields& f) {
@@ -67,6 +103,7 @@ Report report_from_json(const Fields& f) {
   r.compute_s = f.number("compute_s", 0);
   r.comm_s = f.number("comm_s", 0);
   r.step_rate_median = f.number("step_rate_median", 0);
+  r.work = work_from_json(f);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // journal, the trace and replay all read and write these.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,6 +28,18 @@ struct Plan {
   bool operator==(const Plan&) const = default;
 };
 
+// Step times of one rank at one local batch size, for the cost model t(b) = alpha + beta * b
+// (lib/policy/cost.h). A step's work time is everything the rank does between two gradient
+// allreduces: gathering its slice, forward + backward (+ injected slowdown), the optimizer
+// update; waiting in the allreduce is not work.
+struct CostPoint {
+  int batch = 0;              // local batch size b of these steps (0 = no point)
+  std::int64_t steps = 0;     // steps measured at b
+  double mean_s = 0;          // mean work time per step, seconds
+  double sd_s = 0;            // standard deviation of the work time per step, seconds
+  bool operator==(const CostPoint&) const = default;
+};
+
 // What one rank measured in one epoch (or in the last K steps).
 struct Report {
   int rank = 0;
@@ -37,6 +50,10 @@ struct Report {
   double comm_s = 0;              // allreduce incl. waiting, seconds
   double step_rate_median = 0;    // median over steps of samples/compute s (0 = unknown)
   std::int64_t steps = 0;         // steps it ran
+  // Work time at the two batch sizes it ran most steps with (most first; the plan's b and the
+  // short last step, or the sizes before and after a re-plan); batch 0 = none. Fixed size so
+  // a Report stays trivially copyable (it is allgathered as bytes).
+  std::array<CostPoint, 2> work{};
 
   // samples / compute_s in samples/s; 0 without a measurement.
   double throughput() const {

@@ -40,6 +40,8 @@ struct Config : policy::Settings {
                                         // when the job's output is a terminal)
   bool table = true;                    // rank 0 prints the run header and a row per epoch
   std::string allreduce = "mpi";        // recorded in the trace
+  std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
+                                        // (lib/comm/wait.h); recorded in the trace
 };
 
 // The policy settings of a run on a training set of `train_samples` samples before

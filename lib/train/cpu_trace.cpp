@@ -1,9 +1,41 @@
 // "cpu" trace records: each rank's CPU quota and cumulative throttling after every epoch, for
 // ranks held by a quota (a cgroup cpu limit) or ever throttled; nothing on unlimited ranks.
+// "timing" records: where each rank's epoch went (EpochTiming), every rank, every epoch.
 #include "lib/common/cpu_quota.h"
 #include "lib/train/state.h"
 
 namespace dbs::train::detail {
+namespace {
+
+nlohmann::json phase_json(const Phase& p) {
+  return {{"wall_s", p.wall_s}, {"cpu_s", p.cpu_s}};
+}
+
+void trace_timing(State& st, std::int64_t epoch) {
+  static_assert(std::is_trivially_copyable_v<EpochTiming>);
+  std::vector<EpochTiming> all(static_cast<std::size_t>(st.comm.size()));
+  st.comm.allgather_bytes(&st.timing, sizeof st.timing, all.data());
+  if (!st.trace) return;
+  for (int r = 0; r < st.comm.size(); ++r) {
+    const EpochTiming& t = all[static_cast<std::size_t>(r)];
+    nlohmann::json rec = {{"type", "timing"},       {"epoch", epoch + 1},
+                          {"rank", r},              {"steps", t.steps},
+                          {"wall_s", t.wall_s},     {"process_cpu_s", t.process_cpu_s},
+                          {"gather", phase_json(t.gather)},
+                          {"compute", phase_json(t.compute)},
+                          {"allreduce", phase_json(t.allreduce)},
+                          {"update", phase_json(t.update)},
+                          {"sleep_s", t.sleep_s}};
+    if (t.nr_throttled >= 0) {
+      rec["quota_cores"] = t.quota_cores;
+      rec["nr_throttled"] = t.nr_throttled;
+      rec["throttled_s"] = t.throttled_s;
+    }
+    st.trace->write(rec);
+  }
+}
+
+}  // namespace
 
 void trace_cpu(State& st, std::int64_t epoch) {
   struct Sample {
@@ -16,6 +48,7 @@ void trace_cpu(State& st, std::int64_t epoch) {
   if (const auto q = read_cpu_quota()) mine = {q->cores, q->throttled_s, q->nr_throttled, 1};
   std::vector<Sample> all(static_cast<std::size_t>(st.comm.size()));
   st.comm.allgather_bytes(&mine, sizeof mine, all.data());
+  trace_timing(st, epoch);
   if (!st.trace) return;
   for (int r = 0; r < st.comm.size(); ++r) {
     const Sample& s = all[r];

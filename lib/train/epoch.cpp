@@ -4,17 +4,22 @@
 // perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
 // plan (a short last step is split in the plan's proportions, policy::step_batch). The allreduced
 // buffer is
-//   [ gradient sums (P) | sample count | loss sum | stop | compute_s per rank (W) | samples per rank (W) ]
-// so every rank learns every rank's step time without another collective; the 2W per-rank slots
+//   [ gradient sums (P) | sample count | loss sum | stop | compute_s per rank (W)
+//     | samples per rank (W) | work_s per rank (W) ]
+// so every rank learns every rank's step time without another collective; the 3W per-rank slots
 // are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
+// A step's work time is the rank's own time between two allreduces (policy::CostPoint): the
+// previous step's optimizer update, gathering its slice and compute.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <thread>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/timer.h"
+#include "lib/policy/cost.h"
 #include "lib/data/sampler.h"
 #include "lib/nn/kernels.h"
 #include "lib/policy/steps.h"
@@ -27,11 +32,28 @@ namespace {
 // Rates of single steps: (samples / compute s, 1), for policy::median_rate.
 using Rates = std::vector<std::pair<double, std::int64_t>>;
 
-// Every rank's compute time and sample count of every step of the epoch (all ranks know them
-// from the shared buffer), and reports over a range of steps from them.
+// Times one phase of a step: wall and thread CPU from construction to stop().
+class PhaseClock {
+ public:
+  PhaseClock() : cpu0_(cpu_seconds()) {}
+  // Adds the time since construction to phase; returns the wall seconds.
+  double stop(Phase& phase) const {
+    const double wall = wall_.seconds();
+    phase.wall_s += wall;
+    phase.cpu_s += cpu_seconds() - cpu0_;
+    return wall;
+  }
+
+ private:
+  Stopwatch wall_;
+  double cpu0_;
+};
+
+// Every rank's compute time, sample count and work time of every step of the epoch (all ranks
+// know them from the shared buffer), and reports over a range of steps from them.
 struct StepHistory {
   int world;
-  std::vector<float> time, count;  // step s, rank i at s * world + i
+  std::vector<float> time, count, work;  // step s, rank i at s * world + i
   std::vector<policy::Report> reports(std::int64_t epoch, const policy::Plan& plan,
                                       std::int64_t begin, std::int64_t end) const {
     std::vector<policy::Report> out(static_cast<std::size_t>(world));
@@ -42,16 +64,20 @@ struct StepHistory {
       r.batch = plan.batch[static_cast<std::size_t>(i)];
       r.steps = end - begin;
       Rates rates;
+      std::vector<std::pair<int, double>> steps;
       double samples = 0;
       for (std::int64_t s = begin; s < end; ++s) {
-        const double t = static_cast<double>(time[static_cast<std::size_t>(s * world + i)]);
-        const double n = static_cast<double>(count[static_cast<std::size_t>(s * world + i)]);
+        const auto at = static_cast<std::size_t>(s * world + i);
+        const double t = static_cast<double>(time[at]);
+        const double n = static_cast<double>(count[at]);
+        steps.emplace_back(static_cast<int>(n), static_cast<double>(work[at]));
         samples += n;
         r.compute_s += t;
         if (n > 0 && t > 0) rates.emplace_back(n / t, 1);
       }
       r.samples = static_cast<std::int64_t>(samples);
       r.step_rate_median = policy::median_rate(std::move(rates));
+      r.work = policy::cost_points(steps);
     }
     return out;
   }
@@ -71,9 +97,10 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
 
   const bool replans = cfg.rebalance_every > 0;
-  std::vector<float> buf(P + 3 + (replans ? 2 * static_cast<std::size_t>(world) : 0));
+  std::vector<float> buf(P + 3 + (replans ? 3 * static_cast<std::size_t>(world) : 0));
   float* const time_slot = replans ? buf.data() + P + 3 : nullptr;
   float* const count_slot = replans ? time_slot + world : nullptr;
+  float* const work_slot = replans ? count_slot + world : nullptr;
   std::vector<float> x(static_cast<std::size_t>(B) * px);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
   std::vector<std::int64_t> ids(static_cast<std::size_t>(B));
@@ -85,7 +112,8 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
 
   EpochStats es;
   Rates my_rates;
-  StepHistory history{world, {}, {}};
+  std::vector<std::pair<int, double>> my_work;  // (b, work s) per step
+  StepHistory history{world, {}, {}, {}};
   std::int64_t first_step = 0;
   if (st.resume_at && st.resume_at->epoch == epoch) {  // continue an interrupted epoch
     first_step = st.resume_at->steps_done;
@@ -93,8 +121,14 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     es.stopped_after = -1;
     history.time.assign(static_cast<std::size_t>(first_step * world), 0.0f);
     history.count = history.time;
+    history.work = history.time;
     st.resume_at.reset();
   }
+  EpochTiming& tm = st.timing;
+  tm = EpochTiming{};
+  const std::optional<CpuQuota> quota0 = read_cpu_quota();
+  const double process_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  double update_s = 0;  // wall seconds of the previous step's optimizer update
   std::int64_t window_start = first_step;  // first step since the last re-plan
   const double wall_before = es.wall_s;
   Progress progress(rank == 0 && cfg.progress, epoch, steps);
@@ -107,12 +141,15 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const std::vector<int> split = policy::step_batch(st.planner->plan(), gn);
     const int lb = split[static_cast<std::size_t>(rank)];
     const int lo = std::accumulate(split.begin(), split.begin() + rank, 0);
+    const PhaseClock gather;
     for (int j = 0; j < lb; ++j) {
       const std::int64_t idx = perm[static_cast<std::size_t>(g0 + lo + j)];
       std::copy_n(st.train.image(static_cast<std::size_t>(idx)), px, x.data() + j * px);
       labels[j] = st.train.labels[static_cast<std::size_t>(idx)];
       ids[j] = idx;
     }
+    const double gather_s = gather.stop(tm.gather);
+    const PhaseClock compute;
     Stopwatch cw;
     double loss = 0.0;
     if (lb > 0) {
@@ -124,32 +161,40 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const double extra = st.disturber->sleep_for(t, cw.seconds());
     if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
     const double compute_s = cw.seconds();
+    compute.stop(tm.compute);
+    tm.sleep_s += std::max(0.0, extra);
+    const double work_s = update_s + gather_s + compute_s;  // update of the step before
     buf[P] = static_cast<float>(lb);
     buf[P + 1] = static_cast<float>(loss);
     buf[P + 2] = stop_signal() != 0 ? 1.0f : 0.0f;
     if (replans) {
-      std::fill(time_slot, time_slot + 2 * world, 0.0f);
+      std::fill(time_slot, time_slot + 3 * world, 0.0f);  // the sums of the step before
       time_slot[rank] = static_cast<float>(compute_s);
       count_slot[rank] = static_cast<float>(lb);
+      work_slot[rank] = static_cast<float>(work_s);
     }
 
-    Stopwatch mw;
+    const PhaseClock reduce;
     st.comm.allreduce_sum(buf);
-    es.report.comm_s += mw.seconds();
+    es.report.comm_s += reduce.stop(tm.allreduce);
 
     const double count = static_cast<double>(buf[P]);
     DBS_CHECK_EQ(static_cast<int>(count), gn);
     const double lr = optim::learning_rate(cfg.schedule, t);
+    const PhaseClock update;
     st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr, 1.0 / count);
+    update_s = update.stop(tm.update);
 
     es.loss_sum += static_cast<double>(buf[P + 1]);
     es.samples += gn;
     es.report.samples += lb;
     es.report.compute_s += compute_s;
     if (lb > 0 && compute_s > 0) my_rates.emplace_back(lb / compute_s, 1);
+    my_work.emplace_back(lb, gather_s + compute_s + update_s);
     if (replans) {
       history.time.insert(history.time.end(), time_slot, time_slot + world);
       history.count.insert(history.count.end(), count_slot, count_slot + world);
+      history.work.insert(history.work.end(), work_slot, work_slot + world);
     }
     if (replans && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
       const auto window = history.reports(epoch, st.planner->plan(), window_start, s + 1);
@@ -166,12 +211,21 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     }
   }
   es.wall_s = wall_before + wall.seconds();
+  tm.wall_s = es.wall_s;
+  tm.steps = steps;
+  tm.process_cpu_s = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0;
+  if (const std::optional<CpuQuota> q = read_cpu_quota(); q && quota0) {
+    tm.quota_cores = q->cores;
+    tm.nr_throttled = q->nr_throttled - quota0->nr_throttled;
+    tm.throttled_s = q->throttled_s - quota0->throttled_s;
+  }
   st.disturber->update(static_cast<double>(epoch + 1));
   es.report.rank = rank;
   es.report.epoch = epoch;
   es.report.batch = st.planner->plan().batch[rank];
   es.report.steps = steps;
   es.report.step_rate_median = policy::median_rate(std::move(my_rates));
+  es.report.work = policy::cost_points(my_work);
   // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
   // whole epoch (whose median may still describe the time before a change).
   if (replans) {

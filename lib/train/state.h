@@ -19,6 +19,26 @@
 
 namespace dbs::train::detail {
 
+// Wall and CPU seconds of one phase of the step loop, summed over an epoch's steps.
+struct Phase {
+  double wall_s = 0;
+  double cpu_s = 0;  // CPU of the training thread (CLOCK_THREAD_CPUTIME_ID)
+};
+
+// Where one rank's epoch went (trivially copyable: allgathered as bytes for the trace). A step
+// is: gather (copy its slice of the global batch), compute (forward + backward + gradient copy
+// + injected slowdown), allreduce (incl. waiting for the other ranks), update (optimizer).
+struct EpochTiming {
+  Phase gather, compute, allreduce, update;
+  double sleep_s = 0;             // injected slowdown inside compute, wall seconds
+  double process_cpu_s = 0;       // CPU of every thread of the process over the epoch
+  double wall_s = 0;              // the step loop's wall time
+  std::int64_t steps = 0;
+  double quota_cores = 0;         // the cgroup's CPU quota, cores (0 = none)
+  std::int64_t nr_throttled = -1; // quota periods throttled during the epoch (-1 = unknown)
+  double throttled_s = -1;        // time throttled during the epoch, seconds (-1 = unknown)
+};
+
 // What one rank measured in one epoch, and what all ranks computed together.
 struct EpochStats {
   std::int64_t stopped_after = -1;  // steps done when the ranks agreed to stop (-1: ran to the end)
@@ -55,6 +75,7 @@ struct State {
   std::vector<std::string> hosts;            // host of each rank
   nlohmann::json subset;                     // the train subset's identity (null: none)
   std::optional<Interrupted> resume_at;      // an epoch stopped mid-way, continued by run_epoch
+  EpochTiming timing;                        // this rank's, of the last epoch run
 };
 
 // Trains one epoch under the planner's plan (which rebalance_every may change during the epoch),
@@ -80,7 +101,8 @@ struct Resumed {
 // parameters and optimizer state carry over and the planner's plan is re-made for the new world.
 Resumed load_checkpoint(State& state);
 
-// Writes each rank's CPU quota and throttling counters after `epoch` (a collective).
+// Writes each rank's CPU quota and throttling counters after `epoch`, and each rank's
+// EpochTiming of it (a collective).
 void trace_cpu(State& state, std::int64_t epoch);
 
 // Output on rank 0.

@@ -6,17 +6,21 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <chrono>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "lib/comm/mpi.h"
 #include "lib/comm/ring.h"
 #include "lib/common/error.h"
+#include "lib/common/timer.h"
 
 namespace {
 
 using dbs::comm::Algorithm;
+using dbs::comm::Wait;
 
 int world_rank() {
   int r = 0;
@@ -79,8 +83,8 @@ std::string ring_matches(std::size_t n, std::size_t chunk_bytes) {
   return error;
 }
 
-std::string communicator_works(Algorithm algorithm) {
-  auto comm = dbs::comm::make_mpi(algorithm);
+std::string communicator_works(Algorithm algorithm, Wait wait) {
+  auto comm = dbs::comm::make_mpi(algorithm, wait);
   const int p = comm->size(), r = comm->rank();
   if (p != world_size() || r != world_rank()) return "wrong rank or size";
   if (comm->host().empty()) return "empty host name";
@@ -112,6 +116,22 @@ std::string communicator_works(Algorithm algorithm) {
   return "";
 }
 
+// With Wait::sleep, ranks waiting 0.4 s in an allreduce for rank 0 use little CPU.
+std::string waiting_sleeps() {
+  auto comm = dbs::comm::make_mpi(Algorithm::mpi, Wait::sleep);
+  comm->barrier();
+  if (comm->rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  std::vector<float> f(1000, 1.0f);
+  const double cpu0 = dbs::cpu_seconds();
+  const dbs::Stopwatch wall;
+  comm->allreduce_sum(f);
+  const double cpu = dbs::cpu_seconds() - cpu0, waited = wall.seconds();
+  if (f[999] != static_cast<float>(comm->size())) return "allreduce gave " + std::to_string(f[999]);
+  if (comm->rank() == 0 || waited < 0.2) return "";
+  return cpu < 0.25 * waited ? "" : "waited " + std::to_string(waited) + " s using " +
+                                        std::to_string(cpu) + " s of CPU";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,8 +150,26 @@ int main(int argc, char** argv) {
       dbs::comm::ring_allreduce_sum(MPI_COMM_WORLD, &x, 0);
       return x == 42.0f ? std::string() : std::string("buffer changed");
     });
-    check("Mpi.Communicator.Ring", [] { return communicator_works(Algorithm::ring); });
-    check("Mpi.Communicator.Mpi", [] { return communicator_works(Algorithm::mpi); });
+    check("Mpi.Communicator.Ring", [] { return communicator_works(Algorithm::ring, Wait::spin); });
+    check("Mpi.Communicator.Mpi", [] { return communicator_works(Algorithm::mpi, Wait::spin); });
+    check("Mpi.Communicator.Ring.Sleep",
+          [] { return communicator_works(Algorithm::ring, Wait::sleep); });
+    check("Mpi.Communicator.Mpi.Sleep", [] { return communicator_works(Algorithm::mpi, Wait::sleep); });
+    check("Mpi.Communicator.Mpi.Rank0SleepsOthersSpin", [] {
+      return communicator_works(Algorithm::mpi, world_rank() == 0 ? Wait::sleep : Wait::spin);
+    });
+    check("Mpi.Wait.WaitingRanksSleep", waiting_sleeps);
+    check("Mpi.ParseWait", [] {
+      if (dbs::comm::parse_wait("auto") != Wait::automatic) return std::string("auto");
+      try {
+        dbs::comm::parse_wait("yield");
+      } catch (const dbs::ConfigError& e) {
+        return std::string(e.what()) == "unknown wait mode 'yield' (expected spin|sleep|auto)"
+                   ? std::string()
+                   : std::string("message: ") + e.what();
+      }
+      return std::string("no ConfigError for 'yield'");
+    });
     check("Mpi.ParseAlgorithm", [] {
       if (dbs::comm::parse_algorithm("ring") != Algorithm::ring) return std::string("ring");
       try {

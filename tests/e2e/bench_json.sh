@@ -31,4 +31,14 @@ assert len(svg) == 2, len(svg)
 print("sweep: fit", d["fit"])
 PY
 expect_fail "is not an executable dbs-agent" "$BENCH" sweep --agent /nonexistent
+
+# balance --quota refuses bad specs before touching any cgroup (world of one: no mpirun needed).
+for spec in 1=0.5 0=0 0=x x=1 0; do
+  if "$BENCH" balance --quota "$spec" --epochs 1 --train-limit 256 >"$TMP/q.out" 2>"$TMP/q.err"; then
+    fail "balance --quota $spec was accepted"
+  fi
+  grep -q -- "--quota '$spec'" "$TMP/q.err" || fail "balance --quota $spec: no error naming it: $(cat "$TMP/q.err")"
+done
+ls /sys/fs/cgroup/cpu 2>/dev/null | grep -q '^dbs-bench-' && fail "a dbs-bench cgroup was left behind"
+echo "balance --quota errors ok"
 echo "bench JSON ok"

@@ -301,7 +301,8 @@ TEST_CASE("Dbs.State.RejectsMalformedState") {
   auto policy = make_policy("dbs", config(2, 128));
   CHECK_THROWS_WITH_AS(
       policy->set_state({1, 100, 100}),
-      "dbs policy state: expected version 1 and 5 values for 2 ranks, got 3 values",
+      "dbs policy state: expected version 2 and 37 values for 2 ranks (or version 1 and 5), got 3 "
+      "values",
       dbs::InputError);
   CHECK_THROWS_WITH_AS(policy->set_state({1, 100, -1, 100, 100}), "dbs policy state: value 2 is -1",
                        dbs::InputError);

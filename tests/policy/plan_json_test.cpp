@@ -91,3 +91,48 @@ TEST_CASE("PlanJson.Rejects.InconsistentPlans") {
   CHECK(plan_error(j) == "t.jsonl:2: plan record: missing field 'reason'");
   CHECK(plan_error(json::array()) == "t.jsonl:2: plan record: is not a JSON object");
 }
+
+TEST_CASE("PlanJson.Report.WorkPointsRoundTripAndAreOptional") {
+  Report r;
+  r.rank = 1;
+  r.batch = 73;
+  r.samples = 1700;
+  r.steps = 24;
+  r.compute_s = 9.5;
+  r.work[0] = {73, 23, 0.412, 0.061};
+  r.work[1] = {32, 1, 0.2, 0};
+  const json j = to_json(r);
+  CHECK(j["work"] == json::parse("[[73, 23, 0.412, 0.061], [32, 1, 0.2, 0.0]]"));
+  CHECK(report_from_json(dbs::Fields(json::parse(j.dump()))) == r);
+  Report without = r;
+  without.work = {};
+  CHECK_FALSE(to_json(without).contains("work"));
+  CHECK(report_from_json(dbs::Fields(to_json(without))) == without);
+}
+
+TEST_CASE("PlanJson.Report.RejectsBadWorkPoints") {
+  const auto error = [](const char* work) -> std::string {
+    json j = to_json(Report{});
+    j["work"] = json::parse(work);
+    try {
+      report_from_json(dbs::Fields(j));
+    } catch (const dbs::FieldError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string entry0 =
+      "field 'work' entry 0 must be [batch in [1, 2^30], steps in [1, 2^40], mean_s and sd_s in "
+      "[0, 1e9]]";
+  CHECK(error("[[0, 1, 0.1, 0]]") == entry0);
+  CHECK(error("[[5, 0, 0.1, 0]]") == entry0);
+  CHECK(error("[[5, 1, -0.1, 0]]") == entry0);
+  CHECK(error("[[5, 1, 1e10, 0]]") == entry0);
+  CHECK(error("[[5.5, 1, 0.1, 0]]") == entry0);
+  CHECK(error("[[5, 1, 0.1]]") == entry0);
+  CHECK(error("[[5, 1, 0.1, 0], [6, 1, \"x\", 0]]") ==
+        "field 'work' entry 1 must be [batch in [1, 2^30], steps in [1, 2^40], mean_s and sd_s in "
+        "[0, 1e9]]");
+  CHECK(error("[[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0]]").find("at most 2") != std::string::npos);
+  CHECK(error("{}").find("field 'work' must be an array") != std::string::npos);
+}

@@ -97,7 +97,7 @@ TEST_CASE("Fixed.SpecErrorsNameSpecAndProblem") {
 
 TEST_CASE("Policy.UnknownSpecAndBadConfig") {
   CHECK(config_error("dbs2", config(2, 8)) ==
-        "unknown policy 'dbs2': expected dbs, static or fixed:b0,b1,...");
+        "unknown policy 'dbs2': expected dbs, dbs-cost, static or fixed:b0,b1,...");
   CHECK(config_error("dbs", config(0, 8)) == "policy config: world must be >= 1, got 0");
   CHECK(config_error("dbs", config(2, 8, 0)) == "policy config: min_batch must be >= 1, got 0");
   CHECK(config_error("dbs", config(4, 8, 3)) ==

@@ -22,8 +22,9 @@ using namespace dbs::train::test;
 namespace {
 
 // The embedded dbs planner fed with reports whose times come from a script of speeds instead of
-// the clock, so that two runs plan alike: compute_s = samples / v[epoch][rank] and no median,
-// so that the estimator's state (a drop held as a suspected stall) decides a plan.
+// the clock, so that two runs plan alike: compute_s = samples / v[epoch][rank], no median and
+// no work times (so dbs uses its throughput estimator, not the cost model), so that the
+// estimator's state (a drop held as a suspected stall) decides a plan.
 class ScriptedSpeeds : public planner::Planner {
  public:
   ScriptedSpeeds(policy::Settings settings, int world, std::vector<std::vector<double>> v)
@@ -36,6 +37,7 @@ class ScriptedSpeeds : public planner::Planner {
                     v_.at(static_cast<std::size_t>(x.epoch)).at(static_cast<std::size_t>(x.rank));
       x.comm_s = 0;
       x.step_rate_median = 0;
+      x.work = {};
     }
     return embedded_.next(r);
   }
@@ -136,7 +138,8 @@ TEST_CASE("Train.Resume.DbsWithPolicyStateEndsWithTheSameParameters") {
 
 // With a daemon that cannot be reached every epoch is planned by the daemon planner's embedded
 // fallback, and the checkpoint keeps that planner's estimates (dbs state {version, v_0, v_1,
-// last_0, last_1}), the ones the plans were made from, not those of an idle second policy.
+// last_0, last_1, cost history: 2 ranks x 4 points x 4, empty under plain dbs}), the ones the
+// plans were made from, not those of an idle second policy.
 TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   const auto dir = std::filesystem::temp_directory_path() / "dbs-train-daemon-fallback";
   std::filesystem::remove_all(dir);
@@ -166,7 +169,8 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   std::memcpy(&n, bytes.data() + 12, sizeof n);  // after the magic and the version
   const auto meta = nlohmann::json::parse(bytes.substr(20, n));
   const auto state = meta.at("policy_state").get<std::vector<double>>();
-  REQUIRE(state.size() == 5);
+  REQUIRE(state.size() == 37);
+  CHECK(state[0] == 2);
   CHECK(state[1] > 0);
   CHECK(state[2] > 0);
   CHECK(state == planners[0]->state());

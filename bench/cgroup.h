@@ -1,0 +1,33 @@
+// A CPU cgroup of its own for this process, for benchmarks that hold a rank to a CPU quota
+// (dbs-bench balance --quota). cgroup v1 (the cpu controller mounted at /sys/fs/cgroup/cpu) or
+// cgroup v2 (cpu.max, when the parent enables the cpu controller). The group is created under
+// the cgroup the process is in, named by the caller; the destructor moves the process back and
+// removes the group, so nothing is left behind unless the process is killed (the experiment
+// script removes leftovers by name then).
+#pragma once
+
+#include <string>
+
+namespace dbs::bench {
+
+class CpuCgroup {
+ public:
+  static constexpr int kPeriodUs = 100000;  // cfs period, microseconds
+
+  // Creates the group `name`, sets its quota to cores * kPeriodUs (cores <= 0: no quota) and
+  // moves the whole process (every thread) into it. Throws Error naming the file and errno's
+  // message when the machine does not allow it (no cpu controller, not root, read-only).
+  CpuCgroup(const std::string& name, double cores);
+  ~CpuCgroup();
+  CpuCgroup(const CpuCgroup&) = delete;
+  CpuCgroup& operator=(const CpuCgroup&) = delete;
+
+  const std::string& path() const { return dir_; }
+
+ private:
+  std::string parent_;  // the cgroup directory the process came from
+  std::string dir_;     // the group's directory
+  bool v2_ = false;
+};
+
+}  // namespace dbs::bench

@@ -1,0 +1,36 @@
+// How a rank waits for the others in a collective (DESIGN.md, "Waiting is free").
+//   spin:  the collective blocks in MPI, which busy-polls its transport: lowest latency, but a
+//          waiting rank burns a full core, its CPU quota if it has one, and a core that another
+//          process on an oversubscribed node could use.
+//   sleep: the rank first joins a non-blocking barrier and polls it with MPI_Test, sleeping
+//          between polls (kMinSleep doubling up to kMaxSleep); once every rank has arrived the
+//          data moves in the ordinary blocking collective, which then hardly waits. Costs one
+//          barrier and up to kMaxSleep of latency per collective.
+//   auto:  sleep on a rank whose cgroup has a CPU quota (read_cpu_quota), spin elsewhere.
+// The barrier is a collective, so it runs on every rank as soon as any rank sleeps; a spinning
+// rank then waits for it with MPI_Wait.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+
+namespace dbs::comm {
+
+enum class Wait { spin, sleep, automatic };
+
+// "spin", "sleep" or "auto"; anything else throws ConfigError.
+Wait parse_wait(const std::string& name);
+const char* to_string(Wait wait);
+
+// spin or sleep for this rank: automatic resolved by its CPU quota.
+Wait resolve_wait(Wait wait);
+
+inline constexpr std::chrono::microseconds kMinSleep{20};
+inline constexpr std::chrono::microseconds kMaxSleep{1000};
+
+// Completes request: MPI_Wait when spin, else MPI_Test with backoff sleeps. Throws CommError.
+void await(MPI_Request& request, Wait wait);
+
+}  // namespace dbs::comm

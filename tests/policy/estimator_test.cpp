@@ -1,0 +1,180 @@
+// The dbs policy under its cost model (reports with work times): it converges to the
+// water-filled plan of the true costs, stays put under noisy steady speeds (hysteresis), follows
+// a real change within one epoch, and its state round-trips.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "lib/common/error.h"
+#include "lib/policy/cost.h"
+#include "lib/policy/policy.h"
+#include "lib/policy/steps.h"
+#include "tests/policy/cases.h"
+
+namespace {
+
+using namespace dbs::policy;
+using namespace dbs::policy::test;
+
+constexpr std::int64_t kSamples = 6000;
+
+// One epoch of a rank with true cost c under plan: full steps at b, the short last step, each
+// step's time times (1 + e) with e uniform in [-jitter, jitter]; the allreduce costs comm_s per
+// step plus the wait for the slowest rank.
+std::vector<Report> epoch_reports(const Plan& plan, const std::vector<Cost>& truth,
+                                  double jitter, std::mt19937& rng, double comm_s = 0.002) {
+  std::uniform_real_distribution<double> e(-jitter, jitter);
+  const int B = plan.global_batch;
+  const std::int64_t steps = (kSamples + B - 1) / B;
+  const int last = static_cast<int>(kSamples - (steps - 1) * B);
+  std::vector<std::vector<std::pair<int, double>>> work(truth.size());
+  std::vector<double> waits(truth.size(), 0.0), compute(truth.size(), 0.0);
+  std::vector<std::int64_t> samples(truth.size(), 0);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const std::vector<int> b = s + 1 < steps ? plan.batch : step_batch(plan, last);
+    std::vector<double> t(truth.size());
+    for (std::size_t i = 0; i < truth.size(); ++i) t[i] = truth[i].at(b[i]) * (1 + e(rng));
+    const double slowest = *std::max_element(t.begin(), t.end());
+    for (std::size_t i = 0; i < truth.size(); ++i) {
+      work[i].emplace_back(b[i], t[i]);
+      compute[i] += t[i];
+      samples[i] += b[i];
+      waits[i] += slowest - t[i] + comm_s;
+    }
+  }
+  std::vector<Report> out(truth.size());
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    Report& r = out[i];
+    r.rank = static_cast<int>(i);
+    r.epoch = plan.epoch;
+    r.batch = plan.batch[i];
+    r.samples = samples[i];
+    r.steps = steps;
+    r.compute_s = compute[i];
+    r.comm_s = waits[i];
+    r.work = cost_points(work[i]);
+  }
+  return out;
+}
+
+JobSettings job(int world, int B) {
+  JobSettings s = config(world, B);
+  s.samples_per_epoch = kSamples;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Estimator.Dbs.ConvergesToTheWaterFilledPlanOfTheTrueCosts") {
+  // Rank 1 at a third of rank 0's speed with a fixed cost (its optimizer update) 3x as long.
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
+  std::mt19937 rng(1);
+  auto policy = make_policy("dbs-cost", job(2, 256));
+  Plan p = policy->initial();
+  for (int e = 0; e < 4; ++e) p = policy->next(p, epoch_reports(p, truth, 0.0, rng));
+  const std::vector<int> want = water_fill(truth, 256, 1, 256);
+  CHECK(std::abs(p.batch[0] - want[0]) <= 1);
+  // The proportional plan (batch ~ 1 / beta) would be 192/64: the fixed cost moves samples.
+  CHECK(p.batch[1] < 64);
+  CHECK(p.predicted_epoch_s == doctest::Approx(epoch_time(truth, p, kSamples, 0.002)).epsilon(0.02));
+  CHECK(p.ideal_epoch_s <= p.predicted_epoch_s);
+  CHECK(p.reason.find("cost model") != std::string::npos);
+}
+
+TEST_CASE("Estimator.Dbs.NoOscillationUnderNoisySteadySpeeds") {
+  // 25% jitter per step (a quota-throttled rank), steady speeds: after settling, epochs 3..12
+  // change the plan at most once.
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    auto policy = make_policy("dbs-cost", job(2, 256));
+    Plan p = policy->initial();
+    int changes = 0;
+    for (int e = 0; e < 12; ++e) {
+      p = policy->next(p, epoch_reports(p, truth, 0.25, rng));
+      if (e >= 2 && p.changed) ++changes;
+    }
+    CHECK(changes <= 1);
+    // And the plan it sits on is close to the best one: within 3% of its step time.
+    const std::vector<int> best = water_fill(truth, 256, 1, 256);
+    CHECK(step_time(truth, p.batch, 0) <= 1.03 * step_time(truth, best, 0));
+  }
+}
+
+TEST_CASE("Estimator.Dbs.RealChangeIsFollowedWithinOneEpoch") {
+  const std::vector<Cost> before = {{0.010, 0.0007}, {0.010, 0.0007}};
+  const std::vector<Cost> after = {{0.010, 0.0007}, {0.030, 0.0021}};  // rank 1 slowed x3
+  std::mt19937 rng(3);
+  auto policy = make_policy("dbs-cost", job(2, 256));
+  Plan p = policy->initial();
+  for (int e = 0; e < 5; ++e) p = policy->next(p, epoch_reports(p, before, 0.1, rng));
+  CHECK(std::abs(p.batch[0] - 128) <= 3);
+  // The first epoch at the new speed makes the next plan follow it.
+  p = policy->next(p, epoch_reports(p, after, 0.1, rng));
+  CHECK(p.changed);
+  CHECK(p.reason.find("speed changed on rank 1") != std::string::npos);
+  const std::vector<int> want = water_fill(after, 256, 1, 256);
+  CHECK(step_time(after, p.batch, 0) <= 1.05 * step_time(after, want, 0));
+  // And back: followed at once, close to the best plan; one epoch later within 3% of it.
+  p = policy->next(p, epoch_reports(p, before, 0.1, rng));
+  CHECK(p.changed);
+  const std::vector<int> equal = water_fill(before, 256, 1, 256);
+  CHECK(step_time(before, p.batch, 0) <= 1.08 * step_time(before, equal, 0));
+  p = policy->next(p, epoch_reports(p, before, 0.1, rng));
+  CHECK(step_time(before, p.batch, 0) <= 1.03 * step_time(before, equal, 0));
+}
+
+TEST_CASE("Estimator.Dbs.StateRoundTripContinuesIdentically") {
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.020, 0.0015}, {0.0, 0.001}};
+  std::mt19937 rng(4), rng_copy;
+  auto a = make_policy("dbs-cost", job(3, 300));
+  Plan p = a->initial();
+  for (int e = 0; e < 3; ++e) p = a->next(p, epoch_reports(p, truth, 0.2, rng));
+  auto b = make_policy("dbs-cost", job(3, 300));
+  b->set_state(a->state());
+  CHECK(b->state() == a->state());
+  rng_copy = rng;
+  const Plan pa = a->next(p, epoch_reports(p, truth, 0.2, rng));
+  const Plan pb = b->next(p, epoch_reports(p, truth, 0.2, rng_copy));
+  CHECK(pa == pb);
+  // A version-1 state (no cost history) is still accepted.
+  std::vector<double> v1 = {1, 100, 200, 300, 100, 200, 300};
+  CHECK_NOTHROW(b->set_state(v1));
+  v1[0] = 3;
+  CHECK_THROWS_AS(b->set_state(v1), dbs::InputError);
+}
+
+TEST_CASE("Estimator.Dbs.RejectsNonFiniteWorkTimesAndKeepsItsState") {
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
+  std::mt19937 rng(5);
+  auto policy = make_policy("dbs-cost", job(2, 256));
+  Plan p = policy->initial();
+  p = policy->next(p, epoch_reports(p, truth, 0.0, rng));
+  const auto state = policy->state();
+  auto bad = epoch_reports(p, truth, 0.0, rng);
+  bad[1].work[0].mean_s = std::nan("");
+  CHECK_THROWS_WITH_AS(policy->next(p, bad), doctest::Contains("report of rank 1: work time"),
+                       dbs::InputError);
+  CHECK(policy->state() == state);
+}
+
+TEST_CASE("Estimator.PlainDbsIgnoresWorkTimes") {
+  // "dbs" plans from throughputs only, whatever work times the reports carry (replay's
+  // simulated reports have none and must reproduce its plans).
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
+  std::mt19937 rng(6);
+  auto with = make_policy("dbs", job(2, 256)), without = make_policy("dbs", job(2, 256));
+  Plan a = with->initial(), b = without->initial();
+  for (int e = 0; e < 4; ++e) {
+    auto reports = epoch_reports(a, truth, 0.1, rng);
+    a = with->next(a, reports);
+    for (Report& r : reports) r.work = {};
+    b = without->next(b, reports);
+    CHECK(a == b);
+    CHECK(a.reason.find("cost model") == std::string::npos);
+  }
+}
