@@ -75,7 +75,8 @@ echo "resumed from step $((step + 1)): final weights equal the uninterrupted run
 
 # 3. SIGTERM to mpirun (what kill and Ctrl-C do): Open MPI sends the ranks SIGTERM one second
 #    later (odls_base_sigkill_timeout) and SIGKILL a second after that; they stop in time.
-start term --checkpoint "$TMP/ck2" --summary "$TMP/term/summary.json"
+#    6 epochs (about 1 s each on a quiet machine), so that the job is still running a second on.
+start term --epochs 6 --checkpoint "$TMP/ck2" --summary "$TMP/term/summary.json"
 wait_steps term
 kill -TERM "$mp"
 finish term
@@ -83,7 +84,7 @@ finish term
 [ "$(json_get "$TMP/term/summary.json" 'd["stopped"]["signal"]')" = SIGTERM ] ||
   fail "SIGTERM to mpirun: no stopped summary: $(cat "$TMP/term.err")"
 [ -s "$TMP/ck2/checkpoint.bin" ] || fail "SIGTERM to mpirun: no checkpoint"
-"${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --no-progress --checkpoint "$TMP/ck2" --resume \
+"${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --epochs 6 --no-progress --checkpoint "$TMP/ck2" --resume \
   >"$TMP/resume2.out" 2>"$TMP/resume2.err" || fail "resume after SIGTERM failed: $(cat "$TMP/resume2.err")"
 grep -q "resumed from epoch" "$TMP/resume2.err" || fail "resume after SIGTERM: $(cat "$TMP/resume2.err")"
 echo "SIGTERM to mpirun: mpirun exited $rc, ranks stopped with checkpoint and summary, resumed"

@@ -28,6 +28,13 @@ disown "$PROM_PID"
 for _ in $(seq 100); do curl -sf "http://$prom/-/ready" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$prom/-/ready" >/dev/null || fail "prometheus not ready: $(cat "$TMP/prometheus.log")"
 echo "prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}') on $prom scrapes $HTTP"
+# Prometheus hands new targets to its scrapers up to 5 s after start: wait for the first scrape
+# before the job, so that the job is seen while it runs however fast the machine is.
+for _ in $(seq 300); do
+  curl -sf --get "http://$prom/api/v1/query" --data-urlencode 'query=up{job="dbs-scheduler"}' |
+    grep -q '"value":\[[0-9.]*,"1"\]' && break
+  sleep 0.1
+done
 
 run_job prom-job 3 || { cat "$TMP/prom-job.out" "$TMP/daemon.log"; fail "job failed"; }
 grep -q "connected to the daemon" "$TMP/prom-job.out" || fail "agents did not connect"
