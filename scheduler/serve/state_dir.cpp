@@ -18,6 +18,14 @@
 namespace dbs::scheduler {
 
 void prepare_state_dir(const std::string& dir) {
+  // Missing parents are made as by mkdir -p; the state directory itself is private (0700).
+  std::filesystem::path leaf = std::filesystem::path(dir).lexically_normal();
+  if (!leaf.has_filename()) leaf = leaf.parent_path();
+  if (leaf.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(leaf.parent_path(), ec);
+    if (ec) throw ConfigError("--state-dir " + dir + ": " + ec.message());
+  }
   for (const std::string& d : {dir, dir + "/traces"}) {
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
       throw ConfigError("--state-dir " + d + ": " + std::strerror(errno));

@@ -18,11 +18,14 @@ expect_fail "--lost-after: must be > 0, got 0" "$SCHED" serve --lost-after 0
 "$SCHED" serve --help | grep -q "Example" || fail "serve --help shows no example"
 
 "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
-  --state-dir "$TMP/state" --ready-file "$TMP/ready.json" >"$TMP/daemon.log" 2>&1 &
+  --state-dir "$TMP/var/lib/dbs-state" --ready-file "$TMP/ready.json" >"$TMP/daemon.log" 2>&1 &
 DAEMON_PID=$!
 for _ in $(seq 200); do [ -s "$TMP/ready.json" ] && break; sleep 0.05; done
 [ -s "$TMP/ready.json" ] || fail "daemon not ready: $(cat "$TMP/daemon.log")"
 listen=$(json_get "$TMP/ready.json" "d['listen']")
+# A nested --state-dir is made with its parents (mkdir -p); the directory itself is private.
+[ "$(stat -c %a "$TMP/var/lib/dbs-state")" = 700 ] || fail "state directory not created 0700"
+
 http=$(json_get "$TMP/ready.json" "d['http']")
 
 # The address and the job's key come from the environment (DBS_SCHEDULER, DBS_TOKEN_FILE): the
@@ -36,7 +39,7 @@ cat "$TMP/out"
 grep -q "connected to the daemon at $listen" "$TMP/out" || fail "agents did not connect"
 if grep -q "embedded policy" "$TMP/out"; then fail "an epoch fell back to the embedded policy"; fi
 
-python3 - "$TMP/agents.jsonl" "$TMP/state/traces/e2e-job.jsonl" <<'PY' || fail "plans differ"
+python3 - "$TMP/agents.jsonl" "$TMP/var/lib/dbs-state/traces/e2e-job.jsonl" <<'PY' || fail "plans differ"
 import json, sys
 def plans(path):
     return [r for r in map(json.loads, open(path)) if r["type"] == "plan"]
