@@ -49,7 +49,9 @@
 //     --hello-timeout of connecting, whatever it sends meanwhile.
 //     Agents send one when they have been quiet for a while, so idle limits do not drop them.
 //  6. The agent ends with {"v":2,"type":"goodbye","done":true} (done: the job finished); the
-//     daemon answers goodbye and closes. A job whose ranks all said done is finished.
+//     daemon answers goodbye and closes. A job whose ranks all said done is finished; one
+//     whose agents were stopped by a signal says done false and is shown stopped until a rank
+//     registers again (the job resumed).
 //  Any violation is answered with {"v":2,"type":"error","code":"C","message":"M"} and the
 //  connection is closed; other connections do not notice. Codes are the names of ErrorCode.
 #pragma once

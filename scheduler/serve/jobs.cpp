@@ -1,6 +1,7 @@
 #include "scheduler/serve/jobs.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "lib/common/error.h"
 #include "lib/common/format.h"
@@ -60,10 +61,19 @@ std::string trace_start(const Job& job) {
 JobTable::JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits)
     : io_(io), journal_(journal), limits_(limits), sweep_(io) {}
 
-std::size_t JobTable::lost() const {
+std::size_t JobTable::in_state(const char* state) const {
   std::size_t n = 0;
-  for (const auto& [id, live] : jobs_) n += !live->finished && live->lost ? 1 : 0;
+  for (const auto& [id, live] : jobs_) n += std::string_view(live->state()) == state ? 1 : 0;
   return n;
+}
+
+void JobTable::journal_state(const LiveJob& live, const char* type) {
+  const nlohmann::json record = {
+      {"type", type}, {"job", live.job->id()}, {"epoch", live.job->current().epoch}};
+  Journal::Entry e;
+  e.line = record.dump() + "\n";
+  e.job = live.job->id();
+  journal_.append(std::move(e));
 }
 
 void JobTable::start_sweeps() {
@@ -86,6 +96,7 @@ void JobTable::sweep() {
   for (const auto& [id, live] : jobs_) {
     if (live->finished || live->connected() > 0) continue;
     if (now - live->last_seen > limit) abandoned.push_back(id);
+    if (live->stopped) continue;  // not lost: its agents said they stopped
     const auto due = live->planned_at + std::chrono::duration_cast<net::Clock::duration>(
                                             std::chrono::duration<double>(
                                                 live->job->current().predicted_epoch_s));
@@ -151,8 +162,9 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   }
   slot = &session;
   live.last_seen = net::Clock::now();
-  if (live.lost) {
-    live.lost = false;
+  if (live.lost || live.stopped) {
+    if (live.stopped) journal_state(live, "running");
+    live.lost = live.stopped = false;
     log::info("job '" + m.job + "' running again: rank " + std::to_string(m.rank) +
               " registered");
   }
@@ -270,8 +282,17 @@ LiveJob* JobTable::held_by(const net::LineSession& session, const Peer& peer) {
 
 void JobTable::on_goodbye(const net::LineSession& session, const Peer& peer, bool done) {
   LiveJob* held = held_by(session, peer);
-  if (held == nullptr || !done || held->finished) return;
+  if (held == nullptr || held->finished) return;
   LiveJob& live = *held;
+  if (!done) {  // stopped early; the other ranks stop after the same step and say so too
+    if (live.stopped) return;
+    live.stopped = true;
+    journal_state(live, "stopped");
+    log::info("job '" + live.job->id() + "' stopped by its agents in epoch " +
+              std::to_string(live.job->current().epoch + 1) + " (rank " +
+              std::to_string(peer.rank) + " said goodbye; a resumed job runs again)");
+    return;
+  }
   live.done[static_cast<std::size_t>(peer.rank)] = 1;
   for (const char d : live.done)
     if (!d) return;

@@ -46,8 +46,14 @@ struct LiveJob {
   // sent + its predicted epoch time): the agents are gone (Ctrl-C, a killed allocation). Cleared
   // when a rank registers again; abandon_after_s later the job is finished.
   bool lost = false;
+  // Its ranks said goodbye without done: stopped on purpose (Ctrl-C, SIGTERM, a preempted or
+  // timed-out allocation) after writing their checkpoint, so it can be resumed. Journalled;
+  // cleared when a rank registers again; abandon_after_s later the job is finished.
+  bool stopped = false;
   int connected() const;
-  const char* state() const { return finished ? "finished" : lost ? "lost" : "running"; }
+  const char* state() const {
+    return finished ? "finished" : stopped ? "stopped" : lost ? "lost" : "running";
+  }
   // The plan an operator is shown: the running epoch's, or for a finished job the last one that
   // ran (Job::ran; the initial plan when none ran). The epoch it shows counts from 1 (0: none ran).
   const policy::Plan& shown_plan() const;
@@ -92,8 +98,9 @@ class JobTable {
   void start_sweeps();
 
   const std::map<std::string, std::unique_ptr<LiveJob>>& jobs() const { return jobs_; }
-  std::size_t running() const { return jobs_.size() - finished_.size(); }  // lost ones included
-  std::size_t lost() const;
+  // Jobs not finished (lost and stopped ones included): what --max-jobs limits.
+  std::size_t running() const { return jobs_.size() - finished_.size(); }
+  std::size_t in_state(const char* state) const;  // LiveJob::state()
   // Seconds from the report that completed an epoch (or its report timeout) to its plan being
   // sent to the ranks: planning plus the journal sync.
   const Histogram& plan_latency() const { return plan_latency_; }
@@ -104,6 +111,8 @@ class JobTable {
 
  private:
   LiveJob& create(const proto::RegisterMsg& m);
+  // Journals a state change of a job that is not finished ("stopped", "running").
+  void journal_state(const LiveJob& live, const char* type);
   void apply(const JournalRecord& record, std::map<std::string, std::string>& traces);
   // The job of peer when session is still its rank's current connection, else nullptr (the
   // job finished and was forgotten, was created again, or a newer connection took the rank).

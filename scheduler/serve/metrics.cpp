@@ -88,12 +88,11 @@ void daemon_families(Out& o, const JobTable& jobs, const Stats& st) {
   }
   o.family("dbs_uptime_seconds", "gauge", "Seconds since the daemon started.");
   o.sample("dbs_uptime_seconds", "", st.uptime_s);
-  o.family("dbs_jobs", "gauge", "Jobs known to the daemon, by state (running, lost, finished).");
-  const std::size_t lost = jobs.lost();
-  o.sample("dbs_jobs", "state=\"running\"", static_cast<double>(jobs.running() - lost));
-  o.sample("dbs_jobs", "state=\"lost\"", static_cast<double>(lost));
-  o.sample("dbs_jobs", "state=\"finished\"",
-           static_cast<double>(jobs.jobs().size() - jobs.running()));
+  o.family("dbs_jobs", "gauge",
+           "Jobs known to the daemon, by state (running, lost, stopped, finished).");
+  for (const char* state : {"running", "lost", "stopped", "finished"})
+    o.sample("dbs_jobs", std::string("state=\"") + state + "\"",
+             static_cast<double>(jobs.in_state(state)));
   o.family("dbs_connections", "gauge", "Agent connections open now.");
   o.sample("dbs_connections", "", static_cast<double>(st.connections));
   o.family("dbs_messages_total", "counter", "Agent messages received.");
@@ -169,9 +168,9 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
       o.sample(per_job[f].name, job_label(id), v[f]);
     }
   }
-  o.family("dbs_job_state", "gauge", "1 for the job's state (running, lost or finished), else 0.");
+  o.family("dbs_job_state", "gauge", "1 for the job's state (running, lost, stopped or finished), else 0.");
   for (const auto& [id, live] : jobs.jobs())
-    for (const char* state : {"running", "lost", "finished"})
+    for (const char* state : {"running", "lost", "stopped", "finished"})
       o.sample("dbs_job_state", job_label(id) + ",state=\"" + state + "\"",
                std::string(live->state()) == state ? 1.0 : 0.0);
   o.family("dbs_rank_throughput_samples_per_second", "gauge",

@@ -71,7 +71,7 @@ std::string warning(const LiveJob& live) {
   }
   const int missing = j.world() - live.connected();
   if (missing > named) ranks += " and " + std::to_string(missing - named) + " more";
-  return std::string("<p class=\"warning\">") + (live.lost ? "Lost: " : "Warning: ") +
+  return std::string("<p class=\"warning\">") + (live.stopped ? "Stopped: " : live.lost ? "Lost: " : "Warning: ") +
          std::to_string(missing) + " of " + std::to_string(j.world()) +
          " ranks not connected: " + ranks + "</p>";
 }
@@ -134,11 +134,12 @@ std::string render_page(const JobTable& jobs, const Stats& st) {
       "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
       "text-align:right}th{background:#f4f4f4}small{color:#666;font-weight:normal}"
       ".warning{background:#fff3cd;border:1px solid #e0b000;padding:4px 8px}"
-      "section.lost h2{color:#a00}section.finished h2{color:#555}"
+      "section.lost h2{color:#a00}section.stopped h2{color:#a60}section.finished h2{color:#555}"
       ".charts{display:flex;flex-wrap:wrap;gap:1em}</style></head><body><h1>dbs-scheduler</h1>";
   s += "<p>up " + format("%.0f", st.uptime_s) + " s, " +
-       std::to_string(jobs.running() - jobs.lost()) + " running job(s), " +
-       std::to_string(jobs.lost()) + " lost, " + std::to_string(st.connections) +
+       std::to_string(jobs.in_state("running")) + " running job(s), " +
+       std::to_string(jobs.in_state("lost")) + " lost, " +
+       std::to_string(jobs.in_state("stopped")) + " stopped, " + std::to_string(st.connections) +
        " agent connection(s), " + std::to_string(st.messages) +
        " messages. Also: <a href=\"/status\">/status</a>, "
        "<a href=\"/metrics\">/metrics</a>.</p>";

@@ -42,6 +42,8 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
     traces[id] += trace_lines(o, job.hosts());
   } else if (type == "finished") {
     it->second->finished = true;
+  } else if (type == "stopped" || type == "running") {
+    it->second->stopped = type == "stopped";
   } else {
     throw InputError("unknown record type '" + net::printable(type) + "'");
   }

@@ -5,6 +5,8 @@
 //   job       {"world", "config", "initial": plan} - the job was created
 //   epoch     {"epoch", "reports": [report + "host"], "missing": [ranks], "plan", "state"}
 //             - the plan of epoch+1 made from epoch's reports, and the policy state after it
+//   stopped   {"epoch"} - a rank said goodbye without done (its agents stopped, can resume)
+//   running   {"epoch"} - a rank of a stopped job registered again
 //   finished  {} - every rank said goodbye with done
 #pragma once
 

@@ -63,7 +63,7 @@ json job_json(const LiveJob& live) {
 }
 
 int state_order(const LiveJob& live) {
-  return live.finished ? 2 : live.lost ? 1 : 0;
+  return live.finished ? 3 : live.stopped ? 2 : live.lost ? 1 : 0;
 }
 
 }  // namespace
@@ -102,8 +102,8 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
                 {"report_timeout_s", st.report_timeout_s},
                 {"lost_after_s", st.lost_after_s}}},
               {"jobs", json::array()}};
-  out["daemon"]["jobs_running"] = jobs.running() - jobs.lost();
-  out["daemon"]["jobs_lost"] = jobs.lost();
+  for (const char* state : {"running", "lost", "stopped"})
+    out["daemon"][std::string("jobs_") + state] = jobs.in_state(state);
   out["daemon"]["jobs_finished"] = jobs.jobs().size() - jobs.running();
   out["quarantined"] = json::array();
   for (const auto& q : jobs.quarantined())

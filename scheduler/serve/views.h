@@ -30,7 +30,7 @@ struct Stats {
 // so that a body stays within a few MB whatever the worlds (the page shows 64 rows).
 inline constexpr int kRanksShown = 256;
 
-// The jobs as the page and /status list them: running first, then lost, then finished, each
+// The jobs as the page and /status list them: running first, then lost, stopped, finished, each
 // group by id.
 std::vector<const LiveJob*> jobs_in_order(const JobTable& jobs);
 // The efficiency of the last epoch every rank reported (0: none yet).

@@ -2,8 +2,11 @@
 # only one rank got the signal), write checkpoint, summary and trace, and exit 128+signal;
 # --resume continues from the next step and ends with the very weights of an uninterrupted run;
 # a signal to mpirun itself (Ctrl-C, kill) reaches the ranks as SIGTERM and stops them the same
-# way; a second signal ends a rank at once.
+# way; a second signal ends a rank at once. Through a daemon, the agents' goodbye marks the job
+# stopped at once (journalled), and the resumed job runs and finishes there.
 source "$(dirname "$0")/common.bash"
+DAEMON_PID=
+trap '[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 # 32 steps per epoch; rank 1 sleeps 7x its compute per step so a step lasts some milliseconds.
 args=(--model lenet --epochs 2 --train-limit 1024 --test-limit 256 --batch 32 --policy static
   --disturb rank=1,factor=8)
@@ -102,3 +105,32 @@ grep -q "dbs-agent: second signal: stopping at once" "$TMP/twice.err" ||
 [ "$rc" -ne 0 ] || fail "second signal: mpirun exited 0"
 [ ! -e "$TMP/twice/summary.json" ] || fail "second signal: the run still finished its stop"
 echo "SIGINT then SIGTERM: rank 1 ended at once, mpirun exited $rc"
+
+# 5. Through a daemon: Ctrl-C on the job says goodbye (not done) to the daemon, which shows the
+#    job stopped at once - not running, nor lost --lost-after later - and journals it, so that a
+#    restarted daemon still shows it stopped; the resumed job runs there again and finishes.
+start_daemon --state-dir "$TMP/state"
+job_state() {
+  curl -sf "http://$HTTP/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])'
+}
+(umask 077 && "$SCHED" job-key --token-file "$TMP/token" sig >"$TMP/sig.key")
+export DBS_SCHEDULER=$LISTEN DBS_TOKEN_FILE=$TMP/sig.key
+MPIRUN+=(-x DBS_SCHEDULER -x DBS_TOKEN_FILE)
+start daemon --job sig --scheduler-timeout 30 --checkpoint "$TMP/ck4"
+wait_steps daemon
+[ "$(job_state)" = running ] || fail "daemon: job not running: $(job_state)"
+kill -INT "$(rank_pid "$mp" 0)"
+finish daemon
+[ "$rc" -eq 130 ] || fail "daemon: mpirun exited $rc: $(cat "$TMP/daemon.err")"
+[ "$(job_state)" = stopped ] || fail "daemon: job $(job_state) after its agents stopped: $(cat "$TMP/daemon.log")"
+grep -q "job 'sig' stopped by its agents in epoch 1" "$TMP/daemon.log" || fail "daemon log: $(cat "$TMP/daemon.log")"
+kill -TERM "$DAEMON_PID"
+for _ in $(seq 100); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.05; done
+start_daemon --state-dir "$TMP/state"
+[ "$(job_state)" = stopped ] || fail "restarted daemon: job $(job_state), want stopped (journalled)"
+DBS_SCHEDULER=$LISTEN "${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --no-progress --job sig \
+  --scheduler-timeout 30 --checkpoint "$TMP/ck4" --resume >"$TMP/resume4.out" 2>&1 ||
+  fail "resume through the daemon failed: $(cat "$TMP/resume4.out")"
+grep -q "job 'sig' running again" "$TMP/daemon.log" || fail "daemon log: $(cat "$TMP/daemon.log")"
+[ "$(job_state)" = finished ] || fail "resumed job: $(job_state) after it ended"
+echo "Ctrl-C through the daemon: job stopped at once (also after a daemon restart), resumed, finished"

@@ -222,3 +222,37 @@ TEST_CASE("Views.ARestoredJobShowsItsEpochsAndIsLostUntilItsRanksReturn") {
   REQUIRE(r0.join());
   CHECK(status()["state"] == "running");
 }
+
+TEST_CASE("Views.AJobItsAgentsStoppedIsStoppedJournalledAndRunsAgainWhenResumed") {
+  TempDir dir;
+  auto o = test_options();
+  o.state_dir = dir.path() + "/state";
+  o.lost_after_s = 0.1;
+  const auto state = [](const TestDaemon& d) {
+    const auto s = nlohmann::json::parse(http_body(http_fetch(d.http_port(), "/status")));
+    return s["jobs"][0]["state"].get<std::string>();
+  };
+  {
+    TestDaemon d(o);
+    Agent r0(d.port(), "halted", 0, 2), r1(d.port(), "halted", 1, 2);
+    run_job(r0, r1, 2);
+    for (Agent* a : {&r0, &r1}) {  // Ctrl-C: each rank says goodbye, not done
+      a->client().send(proto::encode(proto::GoodbyeMsg{false}));
+      CHECK(a->client().closed_within());
+    }
+    CHECK(state(d) == "stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past --lost-after
+    CHECK(state(d) == "stopped");
+    const std::string m = http_body(http_fetch(d.http_port(), "/metrics"));
+    CHECK(sample(m, "dbs_job_state{job_id=\"halted\",state=\"stopped\"}") == 1);
+    CHECK(sample(m, "dbs_jobs{state=\"stopped\"}") == 1);
+    CHECK(sample(m, "dbs_jobs{state=\"running\"}") == 0);
+    CHECK(sample(m, "dbs_jobs{state=\"lost\"}") == 0);
+    CHECK(has(http_body(http_fetch(d.http_port(), "/")), "<p class=\"warning\">Stopped: 2 of 2"));
+  }
+  TestDaemon d(o);  // restarted: the journal says stopped
+  CHECK(state(d) == "stopped");
+  Agent back(d.port(), "halted", 0, 2);  // resumed
+  REQUIRE(back.join());
+  CHECK(state(d) == "running");
+}
