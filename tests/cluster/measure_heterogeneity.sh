@@ -3,6 +3,7 @@
 # `dbs` on nodes of CPU quotas 1.0 / 0.5 / 0.25 against the ideal N / sum(v_i), where v_i is node
 # i's stand-alone throughput under its quota, measured alone on the node. Prints a Markdown table.
 #   tests/cluster/measure_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
+# DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs.
 source "$(dirname "$0")/lib/test.bash"
 test_cluster_up >/dev/null
 common=(--model cnn --batch 128 --train-limit 768 --test-limit 128 --seed 1 --threads 1 "$@")
@@ -17,27 +18,35 @@ for k in $(seq "$NODES"); do
     "$(node_local "$k" "$out")/summary.json")")
   echo "node$k alone (quota $(cluster_quota_of "$k")): ${v[-1]} img/s"
 done
-for policy in static dbs; do
+read -ra POLICIES <<<"${DBS_POLICIES:-static dbs}"
+for policy in "${POLICIES[@]}"; do
   DBS_OUT=$DIR/local/$policy submit "$DIR/$policy.log" -N "$NODES" -- "${common[@]}" \
     --epochs "$EPOCHS" --policy "$policy" || { cat "$DIR/$policy.log"; fail "$policy job"; }
   cp "$(node_local 1 "$DIR/local/$policy")/summary.json" "$DIR/$policy.json"
   cp "$(node_local 1 "$DIR/local/$policy")/trace.jsonl" "$DIR/$policy.trace.jsonl"
 done
 echo "machine load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$DIR/static.json" "$DIR/dbs.json" "${v[@]}" <<'PY'
+python3 - "$(IFS=,; echo "${POLICIES[*]}")" "$DIR" "${v[@]}" <<'PY'
 import json, sys
-static, dbs = (json.load(open(p)) for p in sys.argv[1:3])
+policies, d = sys.argv[1].split(","), sys.argv[2]
+runs = [json.load(open(f"{d}/{p}.json")) for p in policies]
 v = [float(x) for x in sys.argv[3:]]
-n = static["config"]["train_samples"]
+n = runs[0]["config"]["train_samples"]
 ideal = n / sum(v)
 print(f"\nN = {n}, stand-alone v_i = {', '.join(f'{x:.1f}' for x in v)} img/s, ideal epoch N / sum v_i = {ideal:.2f} s\n")
-print("| epoch | static wall s | static batch | dbs wall s | dbs batch | ideal s | static / ideal | dbs / ideal |")
-print("|---|---|---|---|---|---|---|---|")
-for s, d in zip(static["epochs"], dbs["epochs"]):
-    print(f"| {s['epoch']} | {s['wall_s']:.2f} | {','.join(map(str, s['batch']))} | {d['wall_s']:.2f} | "
-          f"{','.join(map(str, d['batch']))} | {ideal:.2f} | {s['wall_s'] / ideal:.2f} | {d['wall_s'] / ideal:.2f} |")
+print("| epoch | ideal s | " + " | ".join(f"{p} wall s | {p} batch | {p} / ideal" for p in policies) + " |")
+print("|---|---|" + "---|---|---|" * len(policies))
+for i, first in enumerate(runs[0]["epochs"]):
+    cells = []
+    for r in runs:
+        e = r["epochs"][i]
+        cells += [f"{e['wall_s']:.2f}", ",".join(map(str, e["batch"])), f"{e['wall_s'] / ideal:.2f}"]
+    print(f"| {first['epoch']} | {ideal:.2f} | " + " | ".join(cells) + " |")
+steady = [r["epochs"][2:] for r in runs]
+print("\nsteady (epochs 3 on): " + ", ".join(
+    f"{p} {sum(e['wall_s'] for e in s) / len(s) / ideal:.2f}x ideal" for p, s in zip(policies, steady) if s))
 PY
-for p in static dbs; do
+for p in "${POLICIES[@]}"; do
   echo "$p: cpu records (cumulative throttling) of the last epoch:"
   python3 -c '
 import json, sys
