@@ -2,13 +2,11 @@
 // to the function that runs it (returning the exit status).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <functional>
+#include "lib/common/cli.h"
 
 namespace dbs::scheduler {
 
-using Action = std::function<int()>;
+using cli::Action;
 
 void add_serve_command(CLI::App& app, Action& action);    // scheduler/serve/
 void add_job_key_command(CLI::App& app, Action& action);  // scheduler/serve/
