@@ -1,5 +1,4 @@
-#include "lib/chart/scatter.h"
-
+// render(const Scatter&): the scatter plots of chart.h.
 #include <algorithm>
 #include <cmath>
 
