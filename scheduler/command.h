@@ -1,5 +1,6 @@
 // A dbs-scheduler subcommand registers its options on the app and, when chosen, sets `action`
-// to the function that runs it (returning the exit status).
+// to the function that runs it (returning the exit status). A ConfigError it throws is a usage
+// error: main prints "dbs-scheduler COMMAND: message" and exits 2.
 #pragma once
 
 #include "lib/common/cli.h"
