@@ -78,11 +78,11 @@ int run_allreduce(const AllreduceOptions& o) {
 
 void add_allreduce_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<AllreduceOptions>();
-  auto* cmd = app.add_subcommand(
-      "allreduce", "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)");
+  auto* cmd = cli::add_command(
+      app, action, "allreduce", "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)", o,
+      run_allreduce);
   cmd->add_option("--sizes", o->sizes, "message sizes in floats")->delimiter(',')->capture_default_str();
   cmd->add_option("--reps", o->reps, "timed calls per size and method")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->callback([&action, o] { action = [o] { return run_allreduce(*o); }; });
 }
 
 }  // namespace dbs::bench

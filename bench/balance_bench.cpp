@@ -241,8 +241,9 @@ int run_balance(const BalanceOptions& o) {
 
 void add_balance_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<BalanceOptions>();
-  auto* cmd = app.add_subcommand(
-      "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun)");
+  auto* cmd = cli::add_command(
+      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun)",
+      o, run_balance);
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
   cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch", o->batch, "global batch")->capture_default_str()->check(CLI::PositiveNumber);
@@ -258,7 +259,6 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
-  cmd->callback([&action, o] { action = [o] { return run_balance(*o); }; });
 }
 
 }  // namespace dbs::bench

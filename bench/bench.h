@@ -2,14 +2,13 @@
 // options on the app and, when chosen, sets `action` to the function that runs it.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <functional>
 #include <string>
+
+#include "lib/common/cli.h"
 
 namespace dbs::bench {
 
-using Action = std::function<int()>;
+using cli::Action;
 
 void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
 void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 
 namespace dbs::bench {
@@ -16,23 +16,6 @@ namespace {
 
 constexpr const char* kV1Root = "/sys/fs/cgroup/cpu";
 constexpr const char* kV2Root = "/sys/fs/cgroup";
-
-// The cgroup path of this process for the v1 cpu controller ("" if none) and for v2.
-void own_paths(std::string& v1, std::string& v2) {
-  std::ifstream f("/proc/self/cgroup");
-  for (std::string line; std::getline(f, line);) {
-    const auto a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (controllers.empty()) {
-      v2 = path;
-      continue;
-    }
-    std::stringstream ss(controllers);
-    for (std::string c; std::getline(ss, c, ',');)
-      if (c == "cpu") v1 = path;
-  }
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -54,13 +37,12 @@ std::string strip_slash(std::string p) {
 }  // namespace
 
 CpuCgroup::CpuCgroup(const std::string& name, double cores) {
-  std::string v1, v2;
-  own_paths(v1, v2);
+  const CgroupPaths own = own_cgroup_paths();
   if (exists(std::string(kV1Root) + "/cpu.cfs_quota_us")) {
-    parent_ = kV1Root + strip_slash(v1);
+    parent_ = kV1Root + strip_slash(own.v1_cpu);
   } else if (exists(std::string(kV2Root) + "/cgroup.controllers")) {
     v2_ = true;
-    parent_ = kV2Root + strip_slash(v2);
+    parent_ = kV2Root + strip_slash(own.v2);
   } else {
     throw Error(std::string("no CPU cgroup controller: neither ") + kV1Root +
                 "/cpu.cfs_quota_us (cgroup v1) nor " + kV2Root +

@@ -120,7 +120,12 @@ nlohmann::json run(const FilterBenchOptions& o) {
 
 void add_filter_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<FilterBenchOptions>();
-  auto* cmd = app.add_subcommand("filter", "t-SNE and DBSCAN speed of the noise filter (synthetic data)");
+  auto* cmd = cli::add_command(app, action, "filter", "t-SNE and DBSCAN speed of the noise filter (synthetic data)", o,
+                               [](FilterBenchOptions& options) {
+                                 options.tsne.seed = options.seed;
+                                 std::puts(run(options).dump(2).c_str());
+                                 return 0;
+                               });
   cmd->add_option("--points", o->points, "t-SNE points")->capture_default_str()->check(CLI::Range(4, 10000000));
   cmd->add_option("--dims", o->dims, "t-SNE input dimensions")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--pca-dims", o->pca_dims, "PCA dimensions before t-SNE (0 = none)")->capture_default_str();
@@ -131,13 +136,6 @@ void add_filter_command(CLI::App& app, Action& action) {
   cmd->add_option("--min-samples", o->min_samples, "DBSCAN core threshold")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads, "TBB threads (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "data and t-SNE seed")->capture_default_str();
-  cmd->callback([&action, o] {
-    action = [o] {
-      o->tsne.seed = o->seed;
-      std::puts(run(*o).dump(2).c_str());
-      return 0;
-    };
-  });
 }
 
 }  // namespace dbs::bench

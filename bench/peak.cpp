@@ -78,15 +78,13 @@ double measure_peak_gflops(double seconds) {
 
 void add_peak_command(CLI::App& app, Action& action) {
   auto seconds = std::make_shared<double>(2.0);
-  auto* cmd = app.add_subcommand("peak", "measure this core's fp32 FMA peak (GFLOP/s)");
+  auto* cmd = cli::add_command(app, action, "peak", "measure this core's fp32 FMA peak (GFLOP/s)",
+                               seconds, [](double s) {
+                                 const double g = measure_peak_gflops(s);
+                                 std::puts(nlohmann::json({{"bench", "peak"}, {"gflops_per_core", g}}).dump(2).c_str());
+                                 return 0;
+                               });
   cmd->add_option("--seconds", *seconds, "measuring time")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->callback([&action, seconds] {
-    action = [seconds] {
-      const double g = measure_peak_gflops(*seconds);
-      std::puts(nlohmann::json({{"bench", "peak"}, {"gflops_per_core", g}}).dump(2).c_str());
-      return 0;
-    };
-  });
 }
 
 }  // namespace dbs::bench

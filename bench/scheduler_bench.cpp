@@ -306,9 +306,9 @@ int run(const LoadOptions& o) {
 
 void add_scheduler_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<LoadOptions>();
-  auto* cmd = app.add_subcommand(
-      "scheduler",
-      "load on dbs-scheduler serve (in-process, loopback): reports/s, latency, plan time");
+  auto* cmd = cli::add_command(
+      app, action, "scheduler",
+      "load on dbs-scheduler serve (in-process, loopback): reports/s, latency, plan time", o, run);
   cmd->add_option("--agents", o->agents, "agents (connections, one per rank)")
       ->capture_default_str();
   cmd->add_option("--reports", o->reports, "reports per agent (epochs per job)")
@@ -323,7 +323,6 @@ void add_scheduler_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--max-seconds", o->max_seconds, "give up after this long")
       ->capture_default_str();
-  cmd->callback([&action, o] { action = [o] { return run(*o); }; });
 }
 
 }  // namespace dbs::bench

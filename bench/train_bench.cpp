@@ -143,12 +143,9 @@ void add_train_commands(CLI::App& app, Action& action) {
     c->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
     c->add_option("--seed", o->seed, "model and data seed")->capture_default_str();
   };
-  auto* train = app.add_subcommand("train", "time training steps: images/s, GFLOP/s, fraction of peak");
-  add_options(train);
-  train->callback([&action, o] { action = [o] { return run_train(*o); }; });
-  auto* kernels = app.add_subcommand("kernels", "forward and backward time per layer");
-  add_options(kernels);
-  kernels->callback([&action, o] { action = [o] { return run_kernels(*o); }; });
+  add_options(cli::add_command(app, action, "train",
+                               "time training steps: images/s, GFLOP/s, fraction of peak", o, run_train));
+  add_options(cli::add_command(app, action, "kernels", "forward and backward time per layer", o, run_kernels));
 }
 
 }  // namespace dbs::bench

@@ -1,14 +1,13 @@
 // A dbs-scheduler subcommand registers its options on the app and, when chosen, sets `action`
-// to the function that runs it (returning the exit status).
+// to the function that runs it (returning the exit status). A ConfigError it throws is a usage
+// error: main prints "dbs-scheduler COMMAND: message" and exits 2.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <functional>
+#include "lib/common/cli.h"
 
 namespace dbs::scheduler {
 
-using Action = std::function<int()>;
+using cli::Action;
 
 void add_serve_command(CLI::App& app, Action& action);    // scheduler/serve/
 void add_job_key_command(CLI::App& app, Action& action);  // scheduler/serve/

@@ -1,8 +1,10 @@
 // dbs-scheduler: `serve` (the daemon on the head node) and `replay` (the policy code over a
 // recorded trace).
+#include <cstdio>
 #include <exception>
 
 #include "lib/common/cli.h"
+#include "lib/common/error.h"
 #include "scheduler/command.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +20,10 @@ int main(int argc, char** argv) {
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-scheduler")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;
+  } catch (const dbs::ConfigError& e) {  // bad settings found at run time: a usage error
+    const std::string command = app.get_subcommands().front()->get_name();
+    std::fprintf(stderr, "dbs-scheduler %s: %s\n", command.c_str(), e.what());
+    return dbs::cli::usage_error;
   } catch (const std::exception& e) {
     return dbs::cli::fail("dbs-scheduler", e.what(), dbs::cli::runtime_error);
   }

@@ -1,6 +1,7 @@
 // Inline-SVG charts for the daemon's status page and the replay report: lines, step lines and
-// shaded bands on linear axes with round ticks and axis titles. The output is well-formed XML
-// (the status page is served as XHTML) and self-contained: no scripts, nothing fetched.
+// shaded bands on linear axes with round ticks and axis titles; and scatter plots for the filter
+// report. The output is well-formed XML (the status page is served as XHTML) and self-contained:
+// no scripts, nothing fetched.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,29 @@ struct Chart {
 
 // The chart as one <svg> element with a <title>.
 std::string render(const Chart& chart);
+
+// Scatter plots for many points (tens of thousands): each series is one <path> of zero-length
+// round-capped strokes ("M x y h0" per point), so a point costs about 12 bytes.
+struct ScatterSeries {
+  std::string label;      // in the legend; empty = not listed
+  std::string color;      // CSS colour
+  std::vector<double> x, y;
+  double size = 2.5;      // dot diameter, px
+  double opacity = 0.8;
+  bool cross = false;     // draw "x" marks instead of dots (for points to stand out)
+};
+
+struct Scatter {
+  std::string title;
+  std::string x_label, y_label;
+  std::vector<ScatterSeries> series;  // drawn in order: later series on top
+  double width = 420;   // px, the plot with its axes; the legend adds rows below
+  double height = 420;
+  bool axes = true;     // ticks and axis titles (t-SNE axes have no units: may be turned off)
+};
+
+// The scatter as one <svg> element with a <title>. Both axes span all series' points.
+std::string render(const Scatter& scatter);
 
 // Text safe in HTML/XML content and attributes: & < > " ' escaped, control characters other
 // than tab and newline (not allowed in XML 1.0) replaced by '?'.

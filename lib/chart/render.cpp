@@ -1,9 +1,10 @@
-// render, escape, color and the tick arithmetic.
+// render, escape, color, the tick arithmetic and the SVG pieces of svg.h.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "lib/chart/chart.h"
+#include "lib/chart/svg.h"
 #include "lib/common/format.h"
 
 namespace dbs::chart {
@@ -11,11 +12,6 @@ namespace {
 
 constexpr double kLeft = 70, kRight = 20, kTop = 34, kBottom = 44;  // margins around the plot, px
 constexpr double kLegendRow = 18;                                   // px per legend row
-
-std::string num(double x) { return format("%.1f", x); }
-
-// A tick label: short, no trailing zeros, no "-0".
-std::string tick(double x) { return format("%.6g", std::fabs(x) < 1e-12 ? 0.0 : x); }
 
 struct Scale {
   double lo, hi, px_lo, px_hi;
@@ -25,11 +21,6 @@ struct Scale {
 std::string line(double x1, double y1, double x2, double y2, const std::string& attrs) {
   return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" +
          num(y2) + "\" " + attrs + "/>";
-}
-
-std::string text(double x, double y, const std::string& attrs, std::string_view content) {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + attrs +
-         ">" + escape(content) + "</text>";
 }
 
 // The outline of y over a series' x in pixels (step series as horizontal runs).
@@ -97,6 +88,15 @@ std::string legend(const Chart& c, double& height) {
 }
 
 }  // namespace
+
+std::string num(double x) { return format("%.1f", x); }
+
+std::string tick(double x) { return format("%.6g", std::fabs(x) < 1e-12 ? 0.0 : x); }
+
+std::string text(double x, double y, const std::string& attrs, std::string_view content) {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + attrs +
+         ">" + escape(content) + "</text>";
+}
 
 std::string escape(std::string_view text) {
   std::string out;

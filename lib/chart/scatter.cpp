@@ -1,9 +1,9 @@
-#include "lib/chart/scatter.h"
-
+// render(const Scatter&): the scatter plots of chart.h.
 #include <algorithm>
 #include <cmath>
 
 #include "lib/chart/chart.h"
+#include "lib/chart/svg.h"
 #include "lib/common/format.h"
 
 namespace dbs::chart {
@@ -11,9 +11,6 @@ namespace {
 
 constexpr double kLeft = 56, kRight = 12, kTop = 28, kBottom = 40;  // margins, px
 constexpr double kLegendRow = 18;
-
-std::string num(double x) { return format("%.1f", x); }
-std::string tick(double x) { return format("%.6g", std::fabs(x) < 1e-12 ? 0.0 : x); }
 
 struct Range {
   double lo = HUGE_VAL, hi = -HUGE_VAL;
@@ -47,14 +44,9 @@ std::string render(const Scatter& s) {
   body += "<rect x=\"" + num(left) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" +
           num(ph) + "\" fill=\"none\" stroke=\"#999\"/>\n";
   if (s.axes) {
-    for (const double v : xt)
-      body += "<text x=\"" + num(px(v)) + "\" y=\"" + num(kTop + ph + 16) +
-              "\" text-anchor=\"middle\">" + escape(tick(v)) + "</text>";
-    for (const double v : yt)
-      body += "<text x=\"" + num(left - 6) + "\" y=\"" + num(py(v) + 4) + "\" text-anchor=\"end\">" +
-              escape(tick(v)) + "</text>";
-    body += "\n<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(kTop + ph + 34) +
-            "\" text-anchor=\"middle\">" + escape(s.x_label) + "</text>\n";
+    for (const double v : xt) body += text(px(v), kTop + ph + 16, "text-anchor=\"middle\"", tick(v));
+    for (const double v : yt) body += text(left - 6, py(v) + 4, "text-anchor=\"end\"", tick(v));
+    body += '\n' + text(left + pw / 2, kTop + ph + 34, "text-anchor=\"middle\"", s.x_label) + "\n";
     body += "<text transform=\"translate(14," + num(kTop + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
             escape(s.y_label) + "</text>\n";
   }
@@ -82,8 +74,7 @@ std::string render(const Scatter& s) {
     const double w = 26 + 7.0 * static_cast<double>(se.label.size());
     if (lx + w > s.width && lx > left) lx = left, ly += kLegendRow;
     body += "<circle cx=\"" + num(lx + 6) + "\" cy=\"" + num(ly - 4) + "\" r=\"4\" fill=\"" +
-            escape(se.color) + "\"/><text x=\"" + num(lx + 14) + "\" y=\"" + num(ly) + "\">" +
-            escape(se.label) + "</text>\n";
+            escape(se.color) + "\"/>" + text(lx + 14, ly, "", se.label) + "\n";
     lx += w;
     height = ly + 8;
   }

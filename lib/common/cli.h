@@ -5,9 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dbs::cli {
 
@@ -39,6 +42,19 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view 
 CLI::Validator at_least(double lo);
 CLI::Validator above(double lo);            // > lo
 CLI::Validator between(double lo, double hi);  // lo <= x <= hi
+
+// What a subcommand runs once the command line has chosen it; returns the exit status.
+using Action = std::function<int()>;
+
+// Adds the subcommand `name`, whose options parse into *options; when the command line chooses
+// it, `action` becomes run(*options). Returns the subcommand, for its options.
+template <typename Options, typename Run>
+CLI::App* add_command(CLI::App& app, Action& action, std::string name, std::string help,
+                      std::shared_ptr<Options> options, Run run) {
+  auto* cmd = app.add_subcommand(std::move(name), std::move(help));
+  cmd->callback([&action, options, run] { action = [options, run] { return run(*options); }; });
+  return cmd;
+}
 
 // Prints "BINARY: error: what" on stderr and returns the code, for `return fail(...)`.
 int fail(std::string_view binary, std::string_view what, int code);

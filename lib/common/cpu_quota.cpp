@@ -44,27 +44,30 @@ std::optional<CpuQuota> read_v2(const std::string& dir) {
 
 }  // namespace
 
-std::optional<CpuQuota> read_cpu_quota() {
-  // /proc/self/cgroup: "ID:controllers:path" per hierarchy; v2 is "0::path".
+CgroupPaths own_cgroup_paths() {
+  CgroupPaths own;
   std::ifstream f("/proc/self/cgroup");
-  std::string line;
-  std::optional<std::string> v2;
-  while (std::getline(f, line)) {
+  for (std::string line; std::getline(f, line);) {
     const auto a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     if (controllers.empty()) {
-      v2 = path;
+      own.v2 = path;
       continue;
     }
     std::stringstream ss(controllers);
-    for (std::string c; std::getline(ss, c, ',');) {
-      if (c != "cpu") continue;
-      for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
-        if (auto q = read_v1(mount + path)) return q;
-    }
+    for (std::string c; std::getline(ss, c, ',');)
+      if (c == "cpu") own.v1_cpu = path;
   }
-  if (v2) return read_v2("/sys/fs/cgroup" + *v2);
+  return own;
+}
+
+std::optional<CpuQuota> read_cpu_quota() {
+  const CgroupPaths own = own_cgroup_paths();
+  if (!own.v1_cpu.empty())
+    for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
+      if (auto q = read_v1(mount + own.v1_cpu)) return q;
+  if (!own.v2.empty()) return read_v2("/sys/fs/cgroup" + own.v2);
   return std::nullopt;
 }
 

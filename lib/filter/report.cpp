@@ -1,7 +1,6 @@
 #include "lib/filter/report.h"
 
 #include "lib/chart/chart.h"
-#include "lib/chart/scatter.h"
 #include "lib/common/format.h"
 
 namespace dbs::filter {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <istream>
+#include <iterator>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -85,24 +86,108 @@ void require(bool ok, const char* what, const char* rule, double value) {
   throw ConfigError(os.str());
 }
 
-// Shared by every optimizer: size checks, the step count, moment vectors and their record.
-class StatefulOptimizer : public Optimizer {
+// What an update rule sees of one step.
+struct Update {
+  const OptimizerConfig& config;
+  std::int64_t t;                            // the step count, from 1
+  double lr;                                 // learning rate of this step
+  std::vector<std::vector<float>>& moments;  // the rule's vectors, param count floats each
+  std::span<float> params;
+  std::span<const float> grads;
+  double grad_scale;
+
+  // Runs step(i, g) for every parameter i, g = grads[i] * grad_scale + weight_decay * params[i]
+  // (the gradient every rule uses). step must be an always_inline lambda, so that it is
+  // compiled into both copies of for_ranges' body.
+  template <typename Step>
+  void each(const Step& step) const {
+    const auto scale = static_cast<float>(grad_scale);
+    const auto wd = static_cast<float>(config.weight_decay);
+    const std::span<float> p = params;
+    const std::span<const float> gr = grads;
+    for_ranges(p.size(), [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
+      for (std::size_t i = begin; i < end; ++i) step(i, gr[i] * scale + wd * p[i]);
+    });
+  }
+};
+
+// v = mu * v + g; p -= lr * v (moments[0] is v, untouched when mu = 0).
+void sgd(const Update& u) {
+  const auto lr_f = static_cast<float>(u.lr);
+  const auto mu = static_cast<float>(u.config.momentum);
+  float* v = u.moments[0].data();
+  float* params = u.params.data();
+  u.each([&](std::size_t i, float g) __attribute__((always_inline)) {
+    if (mu == 0.0f) {
+      params[i] -= lr_f * g;
+    } else {
+      v[i] = mu * v[i] + g;
+      params[i] -= lr_f * v[i];
+    }
+  });
+}
+
+// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+void adam(const Update& u) {
+  const double t = static_cast<double>(u.t);
+  const double correction1 = 1.0 - std::pow(u.config.beta1, t);
+  const double correction2 = 1.0 - std::pow(u.config.beta2, t);
+  const auto step_size = static_cast<float>(u.lr / correction1);
+  const auto inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(correction2));
+  const auto b1 = static_cast<float>(u.config.beta1);
+  const auto b2 = static_cast<float>(u.config.beta2);
+  const auto eps = static_cast<float>(u.config.eps);
+  float* m = u.moments[0].data();
+  float* v = u.moments[1].data();
+  float* params = u.params.data();
+  u.each([&](std::size_t i, float g) __attribute__((always_inline)) {
+    m[i] = b1 * m[i] + (1.0f - b1) * g;
+    v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+    params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+  });
+}
+
+// s = rho s + (1-rho) g^2; p -= lr * g / (sqrt(s) + eps).
+void rmsprop(const Update& u) {
+  const auto lr_f = static_cast<float>(u.lr);
+  const auto rho = static_cast<float>(u.config.rho);
+  const auto eps = static_cast<float>(u.config.eps);
+  float* s = u.moments[0].data();
+  float* params = u.params.data();
+  u.each([&](std::size_t i, float g) __attribute__((always_inline)) {
+    s[i] = rho * s[i] + (1.0f - rho) * g * g;
+    params[i] -= lr_f * g / (std::sqrt(s[i]) + eps);
+  });
+}
+
+struct Rule {
+  const char* name;
+  std::size_t moment_count;  // vectors the rule keeps
+  void (*update)(const Update&);
+};
+constexpr Rule kRules[] = {{"sgd", 1, sgd}, {"adam", 2, adam}, {"rmsprop", 1, rmsprop}};
+
+// Any rule's optimizer: size checks, the step count, moment vectors and their record.
+class RuleOptimizer final : public Optimizer {
  public:
-  StatefulOptimizer(std::size_t param_count, const OptimizerConfig& config,
-                    std::size_t moment_count)
-      : config_(config),
+  RuleOptimizer(const Rule& rule, std::size_t param_count, const OptimizerConfig& config)
+      : rule_(rule),
+        config_(config),
         param_count_(param_count),
-        moments_(moment_count, std::vector<float>(param_count, 0.0f)) {}
+        moments_(rule.moment_count, std::vector<float>(param_count, 0.0f)) {}
+
+  std::string name() const override { return rule_.name; }
 
   void step(std::span<float> params, std::span<const float> grads, double lr,
-            double grad_scale) final {
+            double grad_scale) override {
     DBS_CHECK_EQ(params.size(), param_count_);
     DBS_CHECK_EQ(grads.size(), param_count_);
     ++step_;
-    update(params, grads, lr, grad_scale);
+    rule_.update({config_, step_, lr, moments_, params, grads, grad_scale});
   }
 
-  void save(std::ostream& out) const final {
+  void save(std::ostream& out) const override {
     const std::string own = name();
     const auto name_length = static_cast<std::uint32_t>(own.size());
     const auto count = static_cast<std::uint64_t>(param_count_);
@@ -115,7 +200,7 @@ class StatefulOptimizer : public Optimizer {
   }
 
   // Reads the whole record before changing anything, so a rejected record leaves state as is.
-  void load(std::istream& in) final {
+  void load(std::istream& in) override {
     char magic[sizeof kMagic];
     read_bytes(in, magic, sizeof magic, "magic");
     if (!std::equal(magic, magic + sizeof magic, kMagic))
@@ -152,105 +237,12 @@ class StatefulOptimizer : public Optimizer {
     moments_ = std::move(stored_moments);
   }
 
- protected:
-  // Called after the step count has been advanced; sizes are already checked.
-  virtual void update(std::span<float> params, std::span<const float> grads, double lr,
-                      double grad_scale) = 0;
-
-  // Runs step(i, g) for every parameter i, g = grads[i] * grad_scale + weight_decay * params[i]
-  // (the gradient every update rule uses). step must be an always_inline lambda, so that it is
-  // compiled into both copies of for_ranges' body.
-  template <typename Step>
-  void for_each_gradient(std::span<float> params, std::span<const float> grads, double grad_scale,
-                         const Step& step) const {
-    const auto scale = static_cast<float>(grad_scale);
-    const auto wd = static_cast<float>(config_.weight_decay);
-    for_ranges(param_count_, [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
-      for (std::size_t i = begin; i < end; ++i) step(i, grads[i] * scale + wd * params[i]);
-    });
-  }
-
+ private:
+  Rule rule_;
   OptimizerConfig config_;
   std::size_t param_count_;
   std::int64_t step_ = 0;                    // updates done, including the current one
   std::vector<std::vector<float>> moments_;  // each param_count_ floats
-};
-
-// v = mu * v + g; p -= lr * v (moments_[0] is v, untouched when mu = 0).
-class Sgd final : public StatefulOptimizer {
- public:
-  Sgd(std::size_t param_count, const OptimizerConfig& config)
-      : StatefulOptimizer(param_count, config, 1) {}
-  std::string name() const override { return "sgd"; }
-
- protected:
-  void update(std::span<float> params, std::span<const float> grads, double lr,
-              double grad_scale) override {
-    const auto lr_f = static_cast<float>(lr);
-    const auto mu = static_cast<float>(config_.momentum);
-    float* v = moments_[0].data();
-    for_each_gradient(params, grads, grad_scale,
-                      [&](std::size_t i, float g) __attribute__((always_inline)) {
-                        if (mu == 0.0f) {
-                          params[i] -= lr_f * g;
-                        } else {
-                          v[i] = mu * v[i] + g;
-                          params[i] -= lr_f * v[i];
-                        }
-                      });
-  }
-};
-
-// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t = step count from 1.
-class Adam final : public StatefulOptimizer {
- public:
-  Adam(std::size_t param_count, const OptimizerConfig& config)
-      : StatefulOptimizer(param_count, config, 2) {}
-  std::string name() const override { return "adam"; }
-
- protected:
-  void update(std::span<float> params, std::span<const float> grads, double lr,
-              double grad_scale) override {
-    const double t = static_cast<double>(step_);
-    const double correction1 = 1.0 - std::pow(config_.beta1, t);
-    const double correction2 = 1.0 - std::pow(config_.beta2, t);
-    const auto step_size = static_cast<float>(lr / correction1);
-    const auto inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(correction2));
-    const auto b1 = static_cast<float>(config_.beta1);
-    const auto b2 = static_cast<float>(config_.beta2);
-    const auto eps = static_cast<float>(config_.eps);
-    float* m = moments_[0].data();
-    float* v = moments_[1].data();
-    for_each_gradient(params, grads, grad_scale,
-                      [&](std::size_t i, float g) __attribute__((always_inline)) {
-                        m[i] = b1 * m[i] + (1.0f - b1) * g;
-                        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-                        params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
-                      });
-  }
-};
-
-// s = rho s + (1-rho) g^2; p -= lr * g / (sqrt(s) + eps).
-class RmsProp final : public StatefulOptimizer {
- public:
-  RmsProp(std::size_t param_count, const OptimizerConfig& config)
-      : StatefulOptimizer(param_count, config, 1) {}
-  std::string name() const override { return "rmsprop"; }
-
- protected:
-  void update(std::span<float> params, std::span<const float> grads, double lr,
-              double grad_scale) override {
-    const auto lr_f = static_cast<float>(lr);
-    const auto rho = static_cast<float>(config_.rho);
-    const auto eps = static_cast<float>(config_.eps);
-    float* s = moments_[0].data();
-    for_each_gradient(params, grads, grad_scale,
-                      [&](std::size_t i, float g) __attribute__((always_inline)) {
-                        s[i] = rho * s[i] + (1.0f - rho) * g * g;
-                        params[i] -= lr_f * g / (std::sqrt(s[i]) + eps);
-                      });
-  }
 };
 
 // Throws ConfigError for hyperparameters no optimizer can use.
@@ -268,12 +260,12 @@ void check_config(const OptimizerConfig& c) {
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::size_t param_count,
                                           const OptimizerConfig& config) {
-  if (name != "sgd" && name != "adam" && name != "rmsprop")
+  const auto* rule = std::find_if(std::begin(kRules), std::end(kRules),
+                                  [&](const Rule& r) { return name == r.name; });
+  if (rule == std::end(kRules))
     throw ConfigError("unknown optimizer '" + name + "' (valid: sgd, adam, rmsprop)");
   check_config(config);
-  if (name == "sgd") return std::make_unique<Sgd>(param_count, config);
-  if (name == "adam") return std::make_unique<Adam>(param_count, config);
-  return std::make_unique<RmsProp>(param_count, config);
+  return std::make_unique<RuleOptimizer>(*rule, param_count, config);
 }
 
 }  // namespace dbs::optim

@@ -83,15 +83,16 @@ int run(const ReplayCommandOptions& o) {
 
 void add_replay_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ReplayCommandOptions>();
-  auto* cmd = app.add_subcommand(
-      "replay",
+  auto* cmd = cli::add_command(
+      app, action, "replay",
       "Replay a recorded trace under balancing policies (what-if analysis), or synthesize one.\n"
       "Each rank's measured throughput over the run is the ground truth; every step costs the\n"
       "slowest rank's compute plus an allreduce and overhead fitted from the trace.\n"
       "Examples: dbs-scheduler replay traces/constant-dbs.jsonl\n"
       "          dbs-scheduler replay traces/constant-static.jsonl --compare dbs,static "
       "--report out.html\n"
-      "          dbs-scheduler replay --synthesize traces/synth-1000.json -o /tmp/big.jsonl");
+      "          dbs-scheduler replay --synthesize traces/synth-1000.json -o /tmp/big.jsonl",
+      o, run);
   cmd->get_formatter()->column_width(34);
   cmd->add_option("trace", o->trace, "the trace to replay (JSONL, traces/README.md)");
   cmd->add_option("--policy", o->policy,
@@ -134,16 +135,6 @@ void add_replay_command(CLI::App& app, Action& action) {
       "write a synthetic trace from this JSON spec (traces/README.md) to -o; with --policy, "
       "--compare, --json or --report, replay it too");
   cmd->add_option("-o,--output", o->output, "where --synthesize writes the trace");
-  cmd->callback([&action, o] {
-    action = [o] {
-      try {
-        return run(*o);
-      } catch (const ConfigError& e) {
-        std::fprintf(stderr, "dbs-scheduler replay: %s\n", e.what());
-        return 2;
-      }
-    };
-  });
 }
 
 }  // namespace dbs::scheduler

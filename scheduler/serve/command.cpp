@@ -34,25 +34,21 @@ const CLI::Validator kPositive(
 int serve(const ServeOptions& o) {
   log::set_level(log::parse_level(o.log_level));
   log::set_tag("dbs-scheduler");
-  try {
-    Daemon daemon(o);
-    return daemon.run();
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "dbs-scheduler serve: %s\n", e.what());
-    return 2;
-  }
+  Daemon daemon(o);
+  return daemon.run();
 }
 
 }  // namespace
 
 void add_serve_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ServeOptions>();
-  auto* cmd = app.add_subcommand(
-      "serve",
+  auto* cmd = cli::add_command(
+      app, action, "serve",
       "the planning daemon on the head node: agents register and report each epoch, it plans\n"
       "with the same policy code the agents embed, journals every epoch and serves metrics.\n"
       "Example: dbs-scheduler serve --listen 0.0.0.0:7070 --http 127.0.0.1:7071 \\\n"
-      "           --token-file /etc/dbs/token --state-dir /var/lib/dbs-scheduler");
+      "           --token-file /etc/dbs/token --state-dir /var/lib/dbs-scheduler",
+      o, serve);
   cmd->add_option("--listen", o->listen, "ADDR:PORT agents connect to (port 0: any free port)")
       ->capture_default_str();
   cmd->add_option("--http", o->http,
@@ -107,7 +103,6 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--log-level", o->log_level, "debug, info, warning or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
-  cmd->callback([&action, o] { action = [o] { return serve(*o); }; });
 }
 
 void add_job_key_command(CLI::App& app, Action& action) {
@@ -115,27 +110,20 @@ void add_job_key_command(CLI::App& app, Action& action) {
     std::string token_file, job;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand(
-      "job-key",
+  auto* cmd = cli::add_command(
+      app, action, "job-key",
       "print the key of a job: its ranks present it instead of the daemon token (which only\n"
       "creates jobs). Example, in a job script that can read the token:\n"
       "  (umask 077; dbs-scheduler job-key --token-file /etc/dbs/token $JOB > key)\n"
-      "  dbs-agent --scheduler head:7070 --job $JOB --token-file key ...");
+      "  dbs-agent --scheduler head:7070 --job $JOB --token-file key ...",
+      a, [](const Args& args) {
+        std::printf("%s\n", net::job_key(net::read_token_file(args.token_file), args.job).c_str());
+        return 0;
+      });
   cmd->add_option("--token-file", a->token_file, "the daemon token (a file only its owner may read)")
       ->envname("DBS_TOKEN_FILE")
       ->required();
   cmd->add_option("job", a->job, "the job id")->required();
-  cmd->callback([&action, a] {
-    action = [a] {
-      try {
-        std::printf("%s\n", net::job_key(net::read_token_file(a->token_file), a->job).c_str());
-        return 0;
-      } catch (const ConfigError& e) {
-        std::fprintf(stderr, "dbs-scheduler job-key: %s\n", e.what());
-        return 2;
-      }
-    };
-  });
 }
 
 }  // namespace dbs::scheduler

@@ -70,18 +70,23 @@ class Soak:
         self.open_peak = max(self.open_peak, self.open_now)
         return r, w
 
+    async def reconnect(self):
+        """connect(), retried every second while it fails; None once the soak is stopping."""
+        while not self.stop.is_set():
+            try:
+                return await self.connect()
+            except OSError:
+                self.counts["connect_failed"] += 1
+                await asyncio.sleep(1)
+        return None
+
     def closed(self, w):
         self.open_now -= 1
         w.close()
 
     async def load_rank(self, job, rank, world):
-        while not self.stop.is_set():
-            try:
-                r, w = await self.connect()
-            except OSError:
-                self.counts["connect_failed"] += 1
-                await asyncio.sleep(1)
-                continue
+        while conn := await self.reconnect():
+            r, w = conn
             try:
                 w.write(line({"v": V, "type": "register", "job": job, "token": self.key(job),
                               "rank": rank, "world": world, "host": "soak",
@@ -119,13 +124,8 @@ class Soak:
                 self.closed(w)
 
     async def idle(self):
-        while not self.stop.is_set():
-            try:
-                r, w = await self.connect()
-            except OSError:
-                self.counts["connect_failed"] += 1
-                await asyncio.sleep(1)
-                continue
+        while conn := await self.reconnect():
+            r, w = conn
             try:
                 await asyncio.wait_for(r.read(), timeout=self.a.duration + 60)
                 self.counts["idle_dropped"] += 1
@@ -136,13 +136,8 @@ class Soak:
 
     async def deaf(self, n):
         job = "deaf-%d" % n
-        while not self.stop.is_set():
-            try:
-                r, w = await self.connect()
-            except OSError:
-                self.counts["connect_failed"] += 1
-                await asyncio.sleep(1)
-                continue
+        while conn := await self.reconnect():
+            r, w = conn
             try:
                 w.write(line({"v": V, "type": "register", "job": job, "token": self.key(job),
                               "rank": 0, "world": 1, "host": "soak", "config": settings(1)}))
@@ -166,13 +161,8 @@ class Soak:
                  lambda: b"x" * (70 * 1024),
                  lambda: line({"v": V, "type": "register", "job": "load-0", "token": "wrong",
                                "rank": 0, "world": 4, "host": "evil"})]
-        while not self.stop.is_set():
-            try:
-                r, w = await self.connect()
-            except OSError:
-                self.counts["connect_failed"] += 1
-                await asyncio.sleep(1)
-                continue
+        while conn := await self.reconnect():
+            r, w = conn
             self.counts["garbage_connections"] += 1
             try:
                 w.write(rng.choice(kinds)())
