@@ -31,7 +31,7 @@ import json, sys
 policies, d = sys.argv[1].split(","), sys.argv[2]
 runs = [json.load(open(f"{d}/{p}.json")) for p in policies]
 v = [float(x) for x in sys.argv[3:]]
-n = runs[0]["config"]["train_samples"]
+n = runs[0]["config"]["samples_per_epoch"]
 ideal = n / sum(v)
 print(f"\nN = {n}, stand-alone v_i = {', '.join(f'{x:.1f}' for x in v)} img/s, ideal epoch N / sum v_i = {ideal:.2f} s\n")
 print("| epoch | ideal s | " + " | ".join(f"{p} wall s | {p} batch | {p} / ideal" for p in policies) + " |")
