@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +24,7 @@
 
 #include "bench/bench.h"
 #include "bench/cgroup.h"
+#include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/log.h"
@@ -191,6 +194,14 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
 }
 
 int run_balance(const BalanceOptions& o) {
+  if (!o.trace_dir.empty()) {  // made now (mkdir -p), not found missing after the stand-alone runs
+    std::error_code ec;
+    std::filesystem::create_directories(o.trace_dir, ec);
+    if (ec)
+      return cli::fail("dbs-bench balance",
+                       "--trace-dir " + o.trace_dir + ": cannot create it: " + ec.message(),
+                       cli::usage_error);
+  }
   int argc = 0;
   char** argv = nullptr;
   comm::MpiRuntime mpi(&argc, &argv);

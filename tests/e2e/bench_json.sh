@@ -31,6 +31,8 @@ assert len(svg) == 2, len(svg)
 print("sweep: fit", d["fit"])
 PY
 expect_fail "is not an executable dbs-agent" "$BENCH" sweep --agent /nonexistent
+# balance --trace-dir is made at start (mkdir -p) or refused at once, not after the solo runs.
+expect_fail "--trace-dir /proc/none/x: cannot create it" "$BENCH" balance --trace-dir /proc/none/x
 
 # balance --quota refuses bad specs before touching any cgroup (world of one: no mpirun needed).
 for spec in 1=0.5 0=0 0=x x=1 0; do
