@@ -205,17 +205,22 @@ int run_balance(const BalanceOptions& o) {
   int argc = 0;
   char** argv = nullptr;
   comm::MpiRuntime mpi(&argc, &argv);
-  auto comm = comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(o.wait));
   nn::ThreadLimit limit(o.threads);
   log::set_level(log::Level::warn);
   std::optional<CpuCgroup> group;
-  try {
-    const std::map<int, double> quotas = parse_quotas(o.quota, comm->size());
-    if (!quotas.empty()) enter_cgroup(quotas, *comm, group);
-  } catch (const std::exception& e) {
-    if (comm->rank() == 0) log::error(e.what());
-    return 1;
+  {
+    auto setup = comm::make_mpi(comm::Algorithm::mpi, comm::Wait::spin);
+    try {
+      const std::map<int, double> quotas = parse_quotas(o.quota, setup->size());
+      if (!quotas.empty()) enter_cgroup(quotas, *setup, group);
+    } catch (const std::exception& e) {
+      if (setup->rank() == 0) log::error(e.what());
+      return 1;
+    }
   }
+  // Made inside the rank's cgroup, so that --wait auto sees its quota (as under Slurm, where the
+  // quota is there from the start): made before, every rank spun.
+  auto comm = comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(o.wait));
   try {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
     const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)
