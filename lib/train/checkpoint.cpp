@@ -33,10 +33,13 @@ constexpr std::uint32_t kVersion = 3;
 std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
 
 nlohmann::json identity(const State& st) {
-  return {{"model", st.config.model},       {"global_batch", st.config.global_batch},
-          {"seed", st.config.seed},
-          {"optimizer", st.config.optimizer}, {"train_samples", st.train.n},
-          {"policy", st.config.policy}};
+  nlohmann::json id = {{"model", st.config.model},       {"global_batch", st.config.global_batch},
+                       {"seed", st.config.seed},
+                       {"optimizer", st.config.optimizer}, {"train_samples", st.train.n},
+                       {"policy", st.config.policy}};
+  // Which samples: a --train-subset of the same size (the random control) is another run.
+  if (!st.subset.is_null()) id["train_subset_hash"] = st.subset.at("hash");
+  return id;
 }
 
 nlohmann::json result_json(const EpochResult& r) {

@@ -68,4 +68,10 @@ expect_fail "order.json: field 'indices[1]' is 2, not above the previous index" 
 grep -q "field 'dataset_samples' is $N but the training set has 1000 samples" "$TMP/out" ||
   fail "wrong-size error: $(cat "$TMP/out")"
 expect_fail "weights file" "$AGENT" filter --weights "$TMP/missing.bin" --model lenet --train-limit 100
+# A checkpoint of a run on the kept samples does not resume on the random control (the same
+# number of samples, others): the subset's hash is part of the checkpoint's identity.
+run "$TMP/kept.json" --checkpoint "$TMP/ck" >/dev/null 2>&1 || fail "subset run with a checkpoint failed"
+expect_fail "checkpoint is of another run" run "$TMP/random.json" --checkpoint "$TMP/ck" --resume --epochs 2
+run "$TMP/kept.json" --checkpoint "$TMP/ck" --resume --epochs 2 >"$TMP/out" 2>&1 ||
+  fail "resume on the same subset failed: $(cat "$TMP/out")"
 echo "filter e2e ok: kept $kept of $N"
