@@ -165,9 +165,15 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
                        const data::FashionMnist& data, double independent_s) {
   train::Config c = base_config(o);
   if (!o.trace_dir.empty()) c.trace_path = o.trace_dir + "/" + run + ".jsonl";
-  const auto at = run.find('@');
-  c.policy = run.substr(0, at);
-  if (at != std::string::npos) c.rebalance_every = std::stoi(run.substr(at + 1));
+  std::string name = run;
+  constexpr std::string_view kSharded = "+sharded";
+  if (name.ends_with(kSharded)) {
+    c.update = "sharded";
+    name.resize(name.size() - kSharded.size());
+  }
+  const auto at = name.find('@');
+  c.policy = name.substr(0, at);
+  if (at != std::string::npos) c.rebalance_every = std::stoi(name.substr(at + 1));
   c.disturbances = disturbances(o);
   const train::RunResult r = train::run(c, comm, data);
   nlohmann::json epochs = nlohmann::json::array();
@@ -267,7 +273,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps); +sharded after any of them: the sharded optimizer update")->delimiter(',')->capture_default_str();
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));

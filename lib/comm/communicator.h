@@ -19,6 +19,15 @@ class Communicator {
   // In place: data[i] = sum over ranks of data[i]. Same length on every rank.
   virtual void allreduce_sum(std::span<float> data) = 0;
   virtual void allreduce_sum(std::span<double> data) = 0;
+  // The two halves of an allreduce, for an update sharded across ranks. counts (size() entries,
+  // summing to data.size(), the same everywhere) cut data into consecutive segments, rank r's
+  // at offset counts[0] + ... + counts[r-1]; a segment may be empty.
+  // reduce_scatter_sum: this rank's segment becomes the sum over ranks of that segment; the
+  // rest of data is left unspecified.
+  virtual void reduce_scatter_sum(std::span<float> data, std::span<const std::size_t> counts) = 0;
+  // allgather_segments: every rank's segment, as its owner holds it, is copied into every rank's
+  // data. reduce_scatter_sum then allgather_segments is an allreduce_sum.
+  virtual void allgather_segments(std::span<float> data, std::span<const std::size_t> counts) = 0;
   // Every rank contributes `bytes` bytes; out (size() * bytes) gets rank r's at r * bytes.
   virtual void allgather_bytes(const void* in, std::size_t bytes, void* out) = 0;
   // data (bytes, same count everywhere) is replaced by root's.
@@ -29,6 +38,9 @@ class Communicator {
   // Host name of this rank (for traces and logs).
   virtual std::string host() const;
 };
+
+// Throws CheckError unless counts has `world` entries summing to `length`.
+void check_segments(std::size_t length, std::span<const std::size_t> counts, int world);
 
 // A world of one rank: collectives are identities.
 std::unique_ptr<Communicator> make_single();

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <utility>
@@ -102,6 +103,39 @@ class LocalCommunicator final : public Communicator {
   void allreduce_sum(std::span<float> data) override { reduce(data); }
   void allreduce_sum(std::span<double> data) override { reduce(data); }
 
+  // Sums only this rank's segment, in rank order: the same bits as allreduce_sum there.
+  void reduce_scatter_sum(std::span<float> data, std::span<const std::size_t> counts) override {
+    check_segments(data.size(), counts, size());
+    const std::size_t begin = offset(counts, rank_), n = counts[static_cast<std::size_t>(rank_)];
+    state_->post(rank_, data.data(), data.size());
+    state_->wait();
+    state_->check_same("reduce_scatter_sum");
+    const auto& slots = state_->slots;
+    std::vector<float> sum(n);
+    const auto* first = static_cast<const float*>(slots[0].data) + begin;
+    std::copy(first, first + n, sum.begin());
+    for (std::size_t r = 1; r < slots.size(); ++r) {
+      const float* src = static_cast<const float*>(slots[r].data) + begin;
+      for (std::size_t i = 0; i < n; ++i) sum[i] += src[i];
+    }
+    state_->wait();
+    std::copy(sum.begin(), sum.end(), data.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+
+  void allgather_segments(std::span<float> data, std::span<const std::size_t> counts) override {
+    check_segments(data.size(), counts, size());
+    state_->post(rank_, data.data(), data.size());
+    state_->wait();
+    state_->check_same("allgather_segments");
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank_) continue;
+      const std::size_t begin = offset(counts, r), n = counts[static_cast<std::size_t>(r)];
+      const float* src = static_cast<const float*>(state_->slots[static_cast<std::size_t>(r)].data);
+      std::copy(src + begin, src + begin + n, data.begin() + static_cast<std::ptrdiff_t>(begin));
+    }
+    state_->wait();
+  }
+
   void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
     state_->post(rank_, in, bytes);
     state_->wait();
@@ -132,6 +166,10 @@ class LocalCommunicator final : public Communicator {
   void abort(int) noexcept override { state_->abort(rank_); }
 
  private:
+  static std::size_t offset(std::span<const std::size_t> counts, int rank) {
+    return std::accumulate(counts.begin(), counts.begin() + rank, std::size_t{0});
+  }
+
   // Every rank sums all buffers in rank order into its own scratch, so all get identical bits.
   template <typename T>
   void reduce(std::span<T> data) {

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <span>
+#include <vector>
 
 #include "lib/comm/ring.h"
 #include "lib/common/error.h"
@@ -89,6 +90,37 @@ class MpiCommunicator final : public Communicator {
     reduce(data.data(), data.size(), MPI_DOUBLE);
   }
 
+  // MPI: MPI_Reduce_scatter into scratch (its in-place form puts the result at the buffer's
+  // start), then copied to the segment. ring: the ring's first half over these segments.
+  void reduce_scatter_sum(std::span<float> data, std::span<const std::size_t> counts) override {
+    check_segments(data.size(), counts, size_);
+    arrive();
+    if (algorithm_ == Algorithm::ring) {
+      ring_reduce_scatter_sum(MPI_COMM_WORLD, data.data(), counts);
+      return;
+    }
+    const std::vector<int> n = int_counts(counts), at = displacements(n);
+    std::vector<float>& mine = scratch_;
+    mine.resize(counts[static_cast<std::size_t>(rank_)]);
+    check_mpi(MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
+                                 MPI_COMM_WORLD),
+              "MPI_Reduce_scatter");
+    std::copy(mine.begin(), mine.end(), data.begin() + at[static_cast<std::size_t>(rank_)]);
+  }
+
+  void allgather_segments(std::span<float> data, std::span<const std::size_t> counts) override {
+    check_segments(data.size(), counts, size_);
+    arrive();
+    if (algorithm_ == Algorithm::ring) {
+      ring_allgather(MPI_COMM_WORLD, data.data(), counts);
+      return;
+    }
+    const std::vector<int> n = int_counts(counts), at = displacements(n);
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(), at.data(),
+                             MPI_FLOAT, MPI_COMM_WORLD),
+              "MPI_Allgatherv");
+  }
+
   void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
     if (bytes > max_count) throw CommError("allgather_bytes: more than INT_MAX bytes per rank");
     arrive();
@@ -137,6 +169,19 @@ class MpiCommunicator final : public Communicator {
     await(request, wait_);
   }
 
+  // MPI's counts and displacements are int: a buffer of INT_MAX elements or more is refused.
+  static std::vector<int> int_counts(std::span<const std::size_t> counts) {
+    std::size_t total = 0;
+    for (const std::size_t c : counts) total += c;
+    if (total > max_count) throw CommError("sharded collective: more than INT_MAX elements");
+    return {counts.begin(), counts.end()};
+  }
+  static std::vector<int> displacements(const std::vector<int>& counts) {
+    std::vector<int> at(counts.size(), 0);
+    for (std::size_t r = 1; r < counts.size(); ++r) at[r] = at[r - 1] + counts[r - 1];
+    return at;
+  }
+
   template <typename T>
   void reduce(T* data, std::size_t count, MPI_Datatype type) {
     for (std::size_t done = 0; done < count;) {
@@ -152,6 +197,7 @@ class MpiCommunicator final : public Communicator {
   bool arrive_first_ = false;  // some rank sleeps: barrier before every collective
   int rank_ = 0;
   int size_ = 1;
+  std::vector<float> scratch_;  // this rank's reduce-scatter result
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "lib/comm/mpi.h"
@@ -10,13 +12,15 @@ namespace dbs::comm {
 
 /* Ring allreduce over p ranks; rank r sends only to its right neighbour (r + 1) and receives
  * only from its left (r - 1), indices mod p.
- *   segment i: the i-th of p contiguous, near-equal parts of the buffer (the first count % p
- *              get one extra element; empty when count < p).
+ *   segment i: the i-th of p contiguous parts of the buffer: near-equal for the allreduce (the
+ *              first count % p get one extra element; empty when count < p), the caller's
+ *              counts for the halves.
  *   chunk:     one message, at most max_chunk_bytes of a segment; a segment's chunks are all
  *              posted at once so the wire stays busy while earlier chunks are being added.
- * Reduce-scatter, steps s = 0 .. p-2: send segment (r - s), receive segment (r - s - 1) into
- * scratch and add it in place. Afterwards rank r holds the full sum of segment (r + 1).
- * Allgather, steps s = 0 .. p-2: send segment (r + 1 - s), receive segment (r - s) straight into
+ * Rank r owns segment o = r + shift (shift 1 for the allreduce, 0 for the halves).
+ * Reduce-scatter, steps s = 0 .. p-2: send segment (o - 1 - s), receive segment (o - 2 - s) into
+ * scratch and add it in place. Afterwards rank r holds the full sum of segment o.
+ * Allgather, steps s = 0 .. p-2: send segment (o - s), receive segment (o - 1 - s) straight into
  * the buffer. Every segment's sum is computed by one rank and copied, so all ranks end with the
  * same bits. Sends and receives of one step touch different segments, so they never overlap.
  */
@@ -25,10 +29,23 @@ namespace {
 
 constexpr int ring_tag = 0x7db5;  // below 32767, the smallest MPI_TAG_UB allowed
 
+// Segment i is [begin(i), begin(i) + length(i)) of the buffer.
 struct Segments {
-  std::size_t base, extra;  // segment length is base, +1 for the first `extra` segments
-  std::size_t begin(std::size_t i) const { return i * base + std::min(i, extra); }
-  std::size_t length(std::size_t i) const { return base + (i < extra ? 1 : 0); }
+  std::vector<std::size_t> offset;  // p + 1 entries, offset[p] = count
+  std::size_t begin(std::size_t i) const { return offset[i]; }
+  std::size_t length(std::size_t i) const { return offset[i + 1] - offset[i]; }
+
+  // p contiguous, near-equal parts (the first count % p one longer).
+  static Segments equal(std::size_t count, std::size_t p) {
+    Segments s;
+    for (std::size_t i = 0; i <= p; ++i) s.offset.push_back(i * (count / p) + std::min(i, count % p));
+    return s;
+  }
+  static Segments of(std::span<const std::size_t> counts) {
+    Segments s{{0}};
+    for (const std::size_t c : counts) s.offset.push_back(s.offset.back() + c);
+    return s;
+  }
 };
 
 // dst is (n), src is (n): dst += src.
@@ -38,22 +55,33 @@ void add(float* __restrict dst, const float* __restrict src, std::size_t n) {
 
 class Ring {
  public:
-  Ring(MPI_Comm comm, float* data, std::size_t count, std::size_t chunk)
-      : comm_(comm), data_(data), chunk_(chunk) {
-    check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
-    const auto p = static_cast<std::size_t>(size_);
-    seg_ = Segments{count / p, count % p};
+  // shift: rank r owns (ends the reduce-scatter with the sum of) segment r + shift.
+  Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk)
+      : comm_(comm), data_(data), chunk_(chunk), shift_(shift), seg_(std::move(segments)) {}
+
+  void reduce_scatter() {
+    static thread_local std::vector<float> scratch;
+    std::size_t longest = 0;
+    for (std::size_t i = 0; i + 1 < seg_.offset.size(); ++i) longest = std::max(longest, seg_.length(i));
+    scratch.resize(longest);
+    const int own = rank_ + shift_;
+    for (int s = 0; s < size_ - 1; ++s) step(index(own - 1 - s), index(own - 2 - s), scratch.data());
   }
 
-  int size() const { return size_; }
+  void allgather() {
+    const int own = rank_ + shift_;
+    for (int s = 0; s < size_ - 1; ++s) step(index(own - s), index(own - 1 - s), nullptr);
+  }
 
-  void run() {
-    static thread_local std::vector<float> scratch;
-    scratch.resize(seg_.length(0));
-    for (int s = 0; s < size_ - 1; ++s)
-      step(index(rank_ - s), index(rank_ - s - 1), scratch.data());
-    for (int s = 0; s < size_ - 1; ++s) step(index(rank_ + 1 - s), index(rank_ - s), nullptr);
+  static int rank_of(MPI_Comm comm) {
+    int r = 0;
+    check_mpi(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+    return r;
+  }
+  static int size_of(MPI_Comm comm) {
+    int p = 1;
+    check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+    return p;
   }
 
  private:
@@ -100,19 +128,37 @@ class Ring {
   MPI_Comm comm_;
   float* data_;
   std::size_t chunk_;  // elements per message
-  int rank_ = 0, size_ = 1;
-  Segments seg_{};
+  int rank_ = rank_of(comm_), size_ = size_of(comm_);
+  int shift_;
+  Segments seg_;
   std::vector<MPI_Request> requests_;
 };
 
 }  // namespace
 
+std::size_t chunk_elements(std::size_t max_chunk_bytes) {
+  return std::clamp<std::size_t>(max_chunk_bytes / sizeof(float), 1, INT_MAX);
+}
+
 void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
                         std::size_t max_chunk_bytes) {
-  const std::size_t chunk = std::clamp<std::size_t>(max_chunk_bytes / sizeof(float), 1, INT_MAX);
-  Ring ring(comm, data, count, chunk);
-  if (ring.size() == 1 || count == 0) return;
-  ring.run();
+  const auto p = static_cast<std::size_t>(Ring::size_of(comm));
+  if (p == 1 || count == 0) return;
+  Ring ring(comm, data, Segments::equal(count, p), 1, chunk_elements(max_chunk_bytes));
+  ring.reduce_scatter();
+  ring.allgather();
+}
+
+void ring_reduce_scatter_sum(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
+                             std::size_t max_chunk_bytes) {
+  if (counts.size() <= 1) return;
+  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes)).reduce_scatter();
+}
+
+void ring_allgather(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
+                    std::size_t max_chunk_bytes) {
+  if (counts.size() <= 1) return;
+  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes)).allgather();
 }
 
 }  // namespace dbs::comm

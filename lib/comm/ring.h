@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <span>
 
 namespace dbs::comm {
 
@@ -14,5 +15,14 @@ namespace dbs::comm {
 // MPI error (with MPI_ERRORS_RETURN set on comm).
 void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
                         std::size_t max_chunk_bytes = 1 << 20);
+
+// The halves, over the caller's segments (counts: one per rank of comm, summing to the buffer's
+// length; rank r's segment starts at counts[0] + ... + counts[r-1]): afterwards rank r's segment
+// holds its sum over the ranks (reduce-scatter), or every segment holds its owner's values
+// (allgather). The same ring steps as ring_allreduce_sum, so the same bytes on the wire.
+void ring_reduce_scatter_sum(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
+                             std::size_t max_chunk_bytes = 1 << 20);
+void ring_allgather(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
+                    std::size_t max_chunk_bytes = 1 << 20);
 
 }  // namespace dbs::comm

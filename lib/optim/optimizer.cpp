@@ -56,14 +56,14 @@ void run_best(const Body& body, std::size_t begin, std::size_t end) {
 }
 
 template <typename Body>
-void for_ranges(std::size_t n, const Body& body) {
+void for_ranges(std::size_t first, std::size_t last, const Body& body) {
   constexpr std::size_t kGrain = std::size_t{1} << 15;
-  if (n <= kGrain) {
-    run_best(body, std::size_t{0}, n);
+  if (last - first <= kGrain) {
+    run_best(body, first, last);
     return;
   }
   tbb::parallel_for(
-      tbb::blocked_range<std::size_t>(0, n, kGrain),
+      tbb::blocked_range<std::size_t>(first, last, kGrain),
       [&](const tbb::blocked_range<std::size_t>& r) { run_best(body, r.begin(), r.end()); },
       tbb::static_partitioner());
 }
@@ -95,8 +95,9 @@ struct Update {
   std::span<float> params;
   std::span<const float> grads;
   double grad_scale;
+  std::size_t begin, end;  // the parameters to update
 
-  // Runs step(i, g) for every parameter i, g = grads[i] * grad_scale + weight_decay * params[i]
+  // Runs step(i, g) for every parameter i in [begin, end), g = grads[i] * grad_scale + weight_decay * params[i]
   // (the gradient every rule uses). step must be an always_inline lambda, so that it is
   // compiled into both copies of for_ranges' body.
   template <typename Step>
@@ -105,8 +106,8 @@ struct Update {
     const auto wd = static_cast<float>(config.weight_decay);
     const std::span<float> p = params;
     const std::span<const float> gr = grads;
-    for_ranges(p.size(), [&](std::size_t begin, std::size_t end) __attribute__((always_inline)) {
-      for (std::size_t i = begin; i < end; ++i) step(i, gr[i] * scale + wd * p[i]);
+    for_ranges(begin, end, [&](std::size_t lo, std::size_t hi) __attribute__((always_inline)) {
+      for (std::size_t i = lo; i < hi; ++i) step(i, gr[i] * scale + wd * p[i]);
     });
   }
 };
@@ -181,10 +182,20 @@ class RuleOptimizer final : public Optimizer {
 
   void step(std::span<float> params, std::span<const float> grads, double lr,
             double grad_scale) override {
+    step_range(params, grads, lr, grad_scale, 0, param_count_);
+  }
+
+  void step_range(std::span<float> params, std::span<const float> grads, double lr,
+                  double grad_scale, std::size_t begin, std::size_t end) override {
     DBS_CHECK_EQ(params.size(), param_count_);
     DBS_CHECK_EQ(grads.size(), param_count_);
+    DBS_CHECK(begin <= end && end <= param_count_);
     ++step_;
-    rule_.update({config_, step_, lr, moments_, params, grads, grad_scale});
+    rule_.update({config_, step_, lr, moments_, params, grads, grad_scale, begin, end});
+  }
+
+  std::vector<std::span<float>> state_vectors() override {
+    return {moments_.begin(), moments_.end()};
   }
 
   void save(std::ostream& out) const override {

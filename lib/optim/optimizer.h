@@ -27,6 +27,15 @@ class Optimizer {
   // sample count, since gradients are sums). params and grads have the size given at creation.
   virtual void step(std::span<float> params, std::span<const float> grads, double lr,
                     double grad_scale) = 0;
+  // The same step applied to parameters [begin, end) only (their moments included), for an
+  // update sharded across ranks: the rank that owns a range gets bit-identical values to a full
+  // step, since every rule is elementwise. Counts as one step (the step count advances), so every
+  // rank calls it once per step, with an empty range if it owns none.
+  virtual void step_range(std::span<float> params, std::span<const float> grads, double lr,
+                          double grad_scale, std::size_t begin, std::size_t end) = 0;
+  // The per-parameter state (moment vectors, param count floats each), for gathering the
+  // slices of a sharded update into the whole state.
+  virtual std::vector<std::span<float>> state_vectors() = 0;
   // Optimizer state (moments, step count) for checkpoints; load() throws InputError when the
   // stream does not hold the state of this optimizer with this parameter count.
   virtual void save(std::ostream& out) const = 0;

@@ -210,7 +210,8 @@ int choose_source(const State& st, const std::vector<Found>& all) {
 
 }  // namespace
 
-void save_checkpoint(const State& st, const Interrupted* at) {
+void save_checkpoint(State& st, const Interrupted* at) {
+  gather_optimizer_state(st);
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : st.results) results.push_back(result_json(r));
   // One writer per host: the first rank on it (ranks of a host share its disk).

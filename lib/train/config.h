@@ -40,6 +40,8 @@ struct Config : policy::Settings {
                                         // when the job's output is a terminal)
   bool table = true;                    // rank 0 prints the run header and a row per epoch
   std::string allreduce = "mpi";        // recorded in the trace
+  std::string update = "replicated";    // optimizer update: replicated (every rank updates every
+                                        // parameter) | sharded (each rank its plan's slice)
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace
 };

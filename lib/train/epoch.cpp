@@ -11,6 +11,9 @@
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
 // A step's work time is the rank's own time between two allreduces (policy::CostPoint): the
 // previous step's optimizer update, gathering its slice and compute.
+// With the sharded update (Config::update) the buffer's tail is allreduced on its own, the
+// gradient sums are reduce-scattered in the plan's slices (shard_counts), each rank updates its
+// slice, and the parameters are allgathered: the ring's two halves with the update between them.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -97,6 +100,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
 
   const bool replans = cfg.rebalance_every > 0;
+  const bool sharded = cfg.update == "sharded";
   std::vector<float> buf(P + 3 + (replans ? 3 * static_cast<std::size_t>(world) : 0));
   float* const time_slot = replans ? buf.data() + P + 3 : nullptr;
   float* const count_slot = replans ? time_slot + world : nullptr;
@@ -174,16 +178,35 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       work_slot[rank] = static_cast<float>(work_s);
     }
 
-    const PhaseClock reduce;
-    st.comm.allreduce_sum(buf);
-    es.report.comm_s += reduce.stop(tm.allreduce);
-
-    const double count = static_cast<double>(buf[P]);
-    DBS_CHECK_EQ(static_cast<int>(count), gn);
     const double lr = optim::learning_rate(cfg.schedule, t);
-    const PhaseClock update;
-    st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr, 1.0 / count);
-    update_s = update.stop(tm.update);
+    if (sharded) {  // the sums of the tail, then the gradient's halves around this rank's update
+      const std::vector<std::size_t> counts = shard_counts(st.planner->plan().batch, P);
+      if (counts != st.shards) gather_optimizer_state(st);  // the slices move with the plan
+      const PhaseClock reduce;
+      st.comm.allreduce_sum(std::span<float>(buf).subspan(P));
+      st.comm.reduce_scatter_sum(std::span<float>(buf.data(), P), counts);
+      es.report.comm_s += reduce.stop(tm.allreduce);
+      st.shards = counts;
+      DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
+      const std::size_t begin = shard_begin(counts, rank);
+      const PhaseClock update;
+      st.optimizer->step_range(st.model->params(), std::span<const float>(buf.data(), P), lr,
+                               1.0 / static_cast<double>(buf[P]), begin,
+                               begin + counts[static_cast<std::size_t>(rank)]);
+      update_s = update.stop(tm.update);
+      const PhaseClock share;
+      st.comm.allgather_segments(st.model->params(), counts);
+      es.report.comm_s += share.stop(tm.allreduce);
+    } else {
+      const PhaseClock reduce;
+      st.comm.allreduce_sum(buf);
+      es.report.comm_s += reduce.stop(tm.allreduce);
+      DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
+      const PhaseClock update;
+      st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr,
+                         1.0 / static_cast<double>(buf[P]));
+      update_s = update.stop(tm.update);
+    }
 
     es.loss_sum += static_cast<double>(buf[P + 1]);
     es.samples += gn;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,22 @@ struct State {
   nlohmann::json subset;                     // the train subset's identity (null: none)
   std::optional<Interrupted> resume_at;      // an epoch stopped mid-way, continued by run_epoch
   EpochTiming timing;                        // this rank's, of the last epoch run
+  // With Config::update "sharded": the slices (parameter counts per rank) of the last update
+  // while each rank's optimizer state is current only in its own slice; empty when every rank
+  // holds the whole state.
+  std::vector<std::size_t> shards;
 };
+
+// The sharded update's slices of `params` parameters: rank i's share is its share of the plan's
+// batch, floor(params * (b_0 + ... + b_i) / B) minus the same up to i - 1, so a rank's part of the
+// update follows its speed. Every rank computes the same counts.
+std::vector<std::size_t> shard_counts(std::span<const int> batch, std::size_t params);
+// The first parameter of rank's slice.
+std::size_t shard_begin(std::span<const std::size_t> counts, int rank);
+// Makes the whole optimizer state current on every rank (allgathers each rank's slice of every
+// state vector) when it is sharded (state.shards not empty), and clears state.shards. A
+// collective. Before a checkpoint and before the slices change.
+void gather_optimizer_state(State& state);
 
 // Trains one epoch under the planner's plan (which rebalance_every may change during the epoch),
 // from state.resume_at's step when it holds this epoch. Stops early, after the step in which any
@@ -90,7 +106,8 @@ std::pair<double, double> evaluate(State& state);
 // and state included. Every rank calls it; the first rank on each host writes (the folder may
 // be node-local).
 // With `at`, the checkpoint of an interrupted epoch: --resume continues it from its next step.
-void save_checkpoint(const State& state, const Interrupted* at = nullptr);
+// The optimizer state is gathered first (gather_optimizer_state), so it is whole.
+void save_checkpoint(State& state, const Interrupted* at = nullptr);
 struct Resumed {
   std::int64_t next_epoch = 0;  // 0-based epoch to run next (0: nothing to resume); an
                                 // interrupted one is in state.resume_at

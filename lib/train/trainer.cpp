@@ -28,6 +28,8 @@ void validate(const Config& c, int world, std::size_t n_train) {
                       std::to_string(world) + " ranks x min batch " + std::to_string(c.min_batch));
   if (n_train == 0) throw ConfigError("no training samples");
   if (c.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
+  if (c.update != "replicated" && c.update != "sharded")
+    throw ConfigError("--update '" + c.update + "': expected replicated or sharded");
   for (const auto& d : c.disturbances)
     if (d.rank >= world)
       throw ConfigError("--disturb " + to_string(d) + ": the job has only " +
@@ -142,7 +144,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   const int world = comm.size(), rank = comm.rank();
   State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
            take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
-           nullptr, {}, {}, {}};
+           nullptr, {}, {}, {}, {}, {}, {}};
   apply_subset(st);
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);

@@ -184,3 +184,38 @@ TEST_CASE("Local.Abort.ExplicitAbortFailsPendingAndLaterCollectives") {
                        "aborted by rank 0", CommError);
   CHECK(comm_errors.load() == 2);
 }
+
+// reduce_scatter_sum then allgather_segments is allreduce_sum, bit for bit (both sum in rank
+// order), for even, uneven and empty segments; each rank's segment is its sum right after the
+// reduce-scatter.
+TEST_CASE("Local.ReduceScatterThenAllgather.IsTheAllreduce") {
+  const std::vector<std::vector<std::size_t>> splits = {{1000}, {500, 500}, {999, 1}, {0, 1000},
+                                                        {300, 0, 700}, {250, 250, 250, 250}};
+  for (const auto& counts : splits) {
+    const int size = static_cast<int>(counts.size());
+    CAPTURE(size);
+    LocalGroup::run(size, [&](Communicator& c) {
+      std::vector<float> data(1000), reference(1000);
+      for (std::size_t i = 0; i < data.size(); ++i) data[i] = reference[i] = value<float>(c.rank(), i);
+      c.allreduce_sum(reference);
+      c.reduce_scatter_sum(data, counts);
+      std::size_t begin = 0;
+      for (int r = 0; r < c.rank(); ++r) begin += counts[static_cast<std::size_t>(r)];
+      for (std::size_t i = begin; i < begin + counts[static_cast<std::size_t>(c.rank())]; ++i)
+        REQUIRE(data[i] == reference[i]);
+      c.allgather_segments(data, counts);
+      REQUIRE(data == reference);
+    });
+  }
+}
+
+TEST_CASE("Local.Segments.WrongCountsAreRefused") {
+  LocalGroup::run(2, [](Communicator& c) {
+    std::vector<float> data(10, 1.0f);
+    const std::vector<std::size_t> short_sum = {4, 5}, one = {10};
+    CHECK_THROWS_WITH_AS(c.reduce_scatter_sum(data, short_sum),
+                         "segments: counts sum to 9, the buffer has 10", dbs::CheckError);
+    CHECK_THROWS_WITH_AS(c.allgather_segments(data, one), "segments: 1 counts for 2 ranks",
+                         dbs::CheckError);
+  });
+}

@@ -116,6 +116,53 @@ std::string communicator_works(Algorithm algorithm, Wait wait) {
   return "";
 }
 
+// The halves over uneven segments (rank r's count grows with r; the first is empty when
+// `empty_first`): right after the reduce-scatter this rank's segment is the allreduced sum within
+// float tolerance, and after the allgather the whole buffer is, with every rank's bytes equal
+// (each segment has one owner).
+std::string halves_match(Algorithm algorithm, Wait wait, std::size_t n, bool empty_first) {
+  auto comm = dbs::comm::make_mpi(algorithm, wait);
+  const int p = comm->size(), r = comm->rank();
+  std::vector<std::size_t> counts(static_cast<std::size_t>(p));
+  std::size_t weights = 0;
+  for (int k = 0; k < p; ++k) weights += static_cast<std::size_t>(k + 1);
+  std::size_t given = 0;
+  for (int k = 0; k < p; ++k) {
+    counts[static_cast<std::size_t>(k)] = n * static_cast<std::size_t>(k + 1) / weights;
+    given += counts[static_cast<std::size_t>(k)];
+  }
+  counts.back() += n - given;
+  if (empty_first && p > 1) {
+    counts[1] += counts[0];
+    counts[0] = 0;
+  }
+  const std::vector<float> input = random_floats(n, 99u + 31u * static_cast<unsigned>(r));
+  std::vector<float> data = input, reference = input;
+  dbs::comm::check_mpi(MPI_Allreduce(MPI_IN_PLACE, reference.data(), static_cast<int>(n), MPI_FLOAT,
+                                     MPI_SUM, MPI_COMM_WORLD),
+                       "MPI_Allreduce");
+  const float tolerance = 1e-6f * static_cast<float>(p * p) + 1e-6f;
+  const auto differs = [&](std::size_t begin, std::size_t end) -> std::string {
+    for (std::size_t i = begin; i < end; ++i)
+      if (!(std::fabs(data[i] - reference[i]) <= tolerance))
+        return "element " + std::to_string(i) + ": " + std::to_string(data[i]) + " vs " +
+               std::to_string(reference[i]);
+    return "";
+  };
+  std::size_t begin = 0;
+  for (int k = 0; k < r; ++k) begin += counts[static_cast<std::size_t>(k)];
+  comm->reduce_scatter_sum(data, counts);
+  if (std::string e = differs(begin, begin + counts[static_cast<std::size_t>(r)]); !e.empty())
+    return "after the reduce-scatter, " + e;
+  comm->allgather_segments(data, counts);
+  if (std::string e = differs(0, n); !e.empty()) return "after the allgather, " + e;
+  std::vector<float> root = data;
+  comm->broadcast_bytes(root.data(), n * sizeof(float), 0);
+  if (std::memcmp(root.data(), data.data(), n * sizeof(float)) != 0)
+    return "bytes differ from rank 0's after the allgather";
+  return "";
+}
+
 // With Wait::sleep, ranks waiting 0.4 s in an allreduce for rank 0 use little CPU.
 std::string waiting_sleeps() {
   auto comm = dbs::comm::make_mpi(Algorithm::mpi, Wait::sleep);
@@ -158,6 +205,15 @@ int main(int argc, char** argv) {
     check("Mpi.Communicator.Mpi.Rank0SleepsOthersSpin", [] {
       return communicator_works(Algorithm::mpi, world_rank() == 0 ? Wait::sleep : Wait::spin);
     });
+    for (const Algorithm a : {Algorithm::mpi, Algorithm::ring}) {
+      const std::string name = std::string("Mpi.Halves.") + dbs::comm::to_string(a);
+      for (std::size_t n : {1u, 10u, 4097u, 690590u}) {
+        check(name + ".n" + std::to_string(n), [a, n] { return halves_match(a, Wait::spin, n, false); });
+        check(name + ".EmptyFirst.n" + std::to_string(n),
+              [a, n] { return halves_match(a, Wait::spin, n, true); });
+      }
+      check(name + ".Sleep", [a] { return halves_match(a, Wait::sleep, 4097, false); });
+    }
     check("Mpi.Wait.WaitingRanksSleep", waiting_sleeps);
     check("Mpi.ParseWait", [] {
       if (dbs::comm::parse_wait("auto") != Wait::automatic) return std::string("auto");

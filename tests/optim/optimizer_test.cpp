@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <tbb/global_control.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -165,6 +167,56 @@ TEST_CASE("Optimizer.Step.SameResultAt1And2Threads") {
     }
     CHECK(results[0] == results[1]);
   }
+}
+
+// A sharded update: three "ranks" each step their own range of the parameters; after every step
+// the slices are put together (parameters and moments, as the trainer's allgathers do) and the
+// slices move. Equal, bit for bit, to one optimizer stepping everything, for every rule, over
+// ranges on and off the parallel grain, including an empty one.
+TEST_CASE("Optimizer.StepRange.SlicesPutTogetherAreTheWholeStep") {
+  const std::size_t n = 100000;
+  const std::vector<std::vector<std::size_t>> cuts = {
+      {0, 33333, 66666, n}, {0, 70000, 70000, n}, {0, 1, 99999, n}, {0, 50000, 90000, n}};
+  for (const std::string& name : kNames) {
+    CAPTURE(name);
+    OptimizerConfig config;
+    config.weight_decay = 1e-3;
+    auto whole = make_optimizer(name, n, config);
+    std::vector<std::unique_ptr<Optimizer>> ranks;
+    for (int r = 0; r < 3; ++r) ranks.push_back(make_optimizer(name, n, config));
+    Vec p_whole = pattern(n, 0);
+    std::vector<Vec> p_ranks(3, p_whole);
+    for (std::size_t t = 0; t < cuts.size(); ++t) {
+      const Vec g = pattern(n, t + 1);
+      whole->step(p_whole, g, 0.01, 0.5);
+      const auto& cut = cuts[t];
+      for (std::size_t r = 0; r < 3; ++r) {
+        const Vec before = p_ranks[r];
+        ranks[r]->step_range(p_ranks[r], g, 0.01, 0.5, cut[r], cut[r + 1]);
+        for (std::size_t i = 0; i < n; ++i)  // nothing outside the range moves
+          if (i < cut[r] || i >= cut[r + 1]) REQUIRE(p_ranks[r][i] == before[i]);
+      }
+      for (std::size_t r = 0; r < 3; ++r)  // every rank gets every slice from its owner
+        for (std::size_t o = 0; o < 3; ++o) {
+          if (o == r) continue;
+          std::copy(p_ranks[o].begin() + cut[o], p_ranks[o].begin() + cut[o + 1], p_ranks[r].begin() + cut[o]);
+          auto mine = ranks[r]->state_vectors();
+          auto theirs = ranks[o]->state_vectors();
+          REQUIRE(mine.size() == theirs.size());
+          for (std::size_t k = 0; k < mine.size(); ++k)
+            std::copy(theirs[k].begin() + cut[o], theirs[k].begin() + cut[o + 1], mine[k].begin() + cut[o]);
+        }
+      for (std::size_t r = 0; r < 3; ++r) REQUIRE(p_ranks[r] == p_whole);
+    }
+    for (std::size_t r = 0; r < 3; ++r) CHECK(saved(*ranks[r]) == saved(*whole));
+  }
+}
+
+TEST_CASE("Optimizer.StepRange.RejectsARangeOutside") {
+  auto opt = make_optimizer("adam", 3);
+  Vec p(3), g(3);
+  CHECK_THROWS_AS(opt->step_range(p, g, 0.1, 1.0, 2, 4), dbs::CheckError);
+  CHECK_THROWS_AS(opt->step_range(p, g, 0.1, 1.0, 2, 1), dbs::CheckError);
 }
 
 TEST_CASE("Optimizer.Step.RejectsWrongSizes") {
