@@ -166,10 +166,11 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
   train::Config c = base_config(o);
   if (!o.trace_dir.empty()) c.trace_path = o.trace_dir + "/" + run + ".jsonl";
   std::string name = run;
-  constexpr std::string_view kSharded = "+sharded";
-  if (name.ends_with(kSharded)) {
-    c.update = "sharded";
-    name.resize(name.size() - kSharded.size());
+  for (const std::string_view suffix : {"+sharded", "+overlap"}) {
+    if (!name.ends_with(suffix)) continue;
+    if (suffix == "+sharded") c.update = "sharded";
+    if (suffix == "+overlap") c.overlap = true;
+    name.resize(name.size() - suffix.size());
   }
   const auto at = name.find('@');
   c.policy = name.substr(0, at);
@@ -273,7 +274,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps); +sharded after any of them: the sharded optimizer update")->delimiter(',')->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));

@@ -28,6 +28,15 @@ class Communicator {
   // allgather_segments: every rank's segment, as its owner holds it, is copied into every rank's
   // data. reduce_scatter_sum then allgather_segments is an allreduce_sum.
   virtual void allgather_segments(std::span<float> data, std::span<const std::size_t> counts) = 0;
+  // A non-blocking float allreduce, to overlap the gradient exchange with the backward pass:
+  // start_allreduce_sum returns at once and data must stay untouched until finish(), which
+  // returns when every started one is done; progress() lets pending ones move (MPI moves them
+  // only inside MPI calls). Every rank starts the same lengths in the same order, and calls no
+  // other collective between its first start and finish(). Here (in-process, single): the sum
+  // is done at start.
+  virtual void start_allreduce_sum(std::span<float> data) { allreduce_sum(data); }
+  virtual void progress() {}
+  virtual void finish() {}
   // Every rank contributes `bytes` bytes; out (size() * bytes) gets rank r's at r * bytes.
   virtual void allgather_bytes(const void* in, std::size_t bytes, void* out) = 0;
   // data (bytes, same count everywhere) is replaced by root's.

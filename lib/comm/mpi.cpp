@@ -121,6 +121,29 @@ class MpiCommunicator final : public Communicator {
               "MPI_Allgatherv");
   }
 
+  // MPI_Iallreduce whatever the algorithm (the ring is blocking; the trainer refuses --overlap
+  // with it), waited for as wait_ says: a sleeping rank polls with backoff, no barrier first.
+  void start_allreduce_sum(std::span<float> data) override {
+    if (data.size() > max_count) throw CommError("start_allreduce_sum: more than INT_MAX elements");
+    pending_.push_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), as_int(data.size()), MPI_FLOAT, MPI_SUM,
+                             MPI_COMM_WORLD, &pending_.back()),
+              "MPI_Iallreduce");
+  }
+
+  void progress() override {
+    if (pending_.empty()) return;
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+  }
+
+  void finish() override {
+    await_all(pending_, wait_);
+    pending_.clear();
+  }
+
   void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
     if (bytes > max_count) throw CommError("allgather_bytes: more than INT_MAX bytes per rank");
     arrive();
@@ -198,6 +221,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::vector<float> scratch_;  // this rank's reduce-scatter result
+  std::vector<MPI_Request> pending_;  // started allreduces (MPI_REQUEST_NULL once done)
 };
 
 }  // namespace

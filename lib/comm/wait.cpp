@@ -32,14 +32,19 @@ Wait resolve_wait(Wait wait) {
 }
 
 void await(MPI_Request& request, Wait wait) {
+  await_all(std::span<MPI_Request>(&request, 1), wait);
+}
+
+void await_all(std::span<MPI_Request> requests, Wait wait) {
+  const int n = static_cast<int>(requests.size());
   if (wait != Wait::sleep) {
-    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+    check_mpi(MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     return;
   }
   auto pause = kMinSleep;
   for (;;) {
     int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    check_mpi(MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done) return;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxSleep);

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <span>
 #include <string>
 
 namespace dbs::comm {
@@ -32,5 +33,7 @@ inline constexpr std::chrono::microseconds kMaxSleep{1000};
 
 // Completes request: MPI_Wait when spin, else MPI_Test with backoff sleeps. Throws CommError.
 void await(MPI_Request& request, Wait wait);
+// The same for all of requests (MPI_Waitall / MPI_Testall).
+void await_all(std::span<MPI_Request> requests, Wait wait);
 
 }  // namespace dbs::comm

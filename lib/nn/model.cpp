@@ -12,17 +12,16 @@ Model::Model(std::string name, Shape input, std::vector<std::unique_ptr<Layer>> 
     : name_(std::move(name)), input_(input), layers_(std::move(layers)) {
   DBS_CHECK(!layers_.empty());
   shapes_.push_back(input_);
-  std::vector<std::size_t> offsets;
   std::size_t total = 0;
   for (const auto& l : layers_) {
-    offsets.push_back(total);
+    offsets_.push_back(total);
     total += l->param_count(shapes_.back());
     shapes_.push_back(l->output_shape(shapes_.back()));
   }
   params_.assign(total, 0.0f);
   grads_.assign(total, 0.0f);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->bind(shapes_[i], params_.data() + offsets[i], grads_.data() + offsets[i]);
+    layers_[i]->bind(shapes_[i], params_.data() + offsets_[i], grads_.data() + offsets_[i]);
     layers_[i]->init(seed, i);
   }
   acts_.resize(layers_.size() + 1);
@@ -35,7 +34,7 @@ const Tensor& Model::forward(const float* x, int n, const Context& ctx) {
   return acts_.back();
 }
 
-void Model::backward(const float* dlogits, const Context& ctx) {
+void Model::backward(const float* dlogits, const Context& ctx, const LayerDone& done) {
   const Tensor& out = acts_.back();
   Tensor* dy = &grad_a_;
   Tensor* dx = &grad_b_;
@@ -43,18 +42,19 @@ void Model::backward(const float* dlogits, const Context& ctx) {
   std::copy(dlogits, dlogits + out.size(), dy->data.begin());
   for (std::size_t i = layers_.size(); i-- > 0;) {
     layers_[i]->backward(acts_[i], acts_[i + 1], *dy, i == 0 ? nullptr : dx, ctx);
+    if (done) done(i);
     std::swap(dy, dx);
   }
 }
 
 double Model::loss_and_grads(const float* x, const std::int32_t* labels, int n,
-                             const Context& ctx, int* correct) {
+                             const Context& ctx, int* correct, const LayerDone& done) {
   const Tensor& logits = forward(x, n, ctx);
   dlogits_.resize(n, logits.shape);
   const double loss =
       ctx.reference ? ref::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct)
                     : fast::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct);
-  backward(dlogits_.ptr(), ctx);
+  backward(dlogits_.ptr(), ctx, done);
   return loss;
 }
 

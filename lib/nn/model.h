@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -30,13 +31,20 @@ class Model {
 
   // x is (n, input) row after row; returns the logits (n, classes). Keeps activations.
   const Tensor& forward(const float* x, int n, const Context& ctx);
+  // Called after layer i's backward, last layer first: grads()[param_offset(i), param_count())
+  // are then final, so their exchange may start while the earlier layers still compute.
+  using LayerDone = std::function<void(std::size_t layer)>;
+
   // dlogits is (n, classes) for the last forward; overwrites grads() with the gradient sums.
-  void backward(const float* dlogits, const Context& ctx);
+  void backward(const float* dlogits, const Context& ctx, const LayerDone& done = nullptr);
 
   // Forward, softmax cross-entropy and backward on one batch. Returns the summed loss; correct
   // (nullable) gets the number of right predictions. grads() holds the summed gradients.
   double loss_and_grads(const float* x, const std::int32_t* labels, int n, const Context& ctx,
-                        int* correct = nullptr);
+                        int* correct = nullptr, const LayerDone& done = nullptr);
+
+  // The first parameter of layer i in params() and grads(); layers are stored in order.
+  std::size_t param_offset(std::size_t i) const { return offsets_[i]; }
 
   // Analytic FLOPs per sample: forward, and forward + backward (the first layer computes no
   // input gradient).
@@ -61,6 +69,7 @@ class Model {
   Shape input_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;  // shapes_[i] = input of layer i; back() = output
+  std::vector<std::size_t> offsets_;  // first parameter of layer i
   std::vector<float> params_, grads_;
   std::vector<Tensor> acts_;   // acts_[i] = input of layer i from the last forward
   Tensor dlogits_, grad_a_, grad_b_;

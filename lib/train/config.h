@@ -42,6 +42,8 @@ struct Config : policy::Settings {
   std::string allreduce = "mpi";        // recorded in the trace
   std::string update = "replicated";    // optimizer update: replicated (every rank updates every
                                         // parameter) | sharded (each rank its plan's slice)
+  bool overlap = false;                 // exchange gradient buckets during the backward pass
+                                        // (non-blocking MPI allreduce; replicated update only)
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace
 };

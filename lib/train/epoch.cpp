@@ -14,6 +14,10 @@
 // With the sharded update (Config::update) the buffer's tail is allreduced on its own, the
 // gradient sums are reduce-scattered in the plan's slices (shard_counts), each rank updates its
 // slice, and the parameters are allgathered: the ring's two halves with the update between them.
+// With overlap (Config::overlap) the gradient goes in buckets of whole layers (gradient_buckets),
+// each started (non-blocking) as soon as the backward pass has finished its layers, the last
+// layers first, so most of the exchange runs while the first layers still compute; the tail
+// follows after the compute, and the step waits for all of them before the update.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -86,6 +90,29 @@ struct StepHistory {
   }
 };
 
+// A bucket of the overlapped gradient exchange: parameters [begin, end), the whole layers from
+// `layer` on up to the next bucket; started when the backward of `layer` is done.
+struct Bucket {
+  std::size_t layer, begin, end;
+};
+
+// Last layers first, each bucket at least kBucketFloats parameters (the first layers' remainder
+// may be fewer). The same on every rank: it depends on the model only. cnn: 4 buckets, the dense
+// layers' 101,110 and 257,000, conv3's 295,168, conv1 + conv2's 37,312.
+std::vector<Bucket> gradient_buckets(const nn::Model& model) {
+  constexpr std::size_t kBucketFloats = std::size_t{1} << 16;  // 256 KiB
+  std::vector<Bucket> out;
+  std::size_t end = model.param_count();
+  for (std::size_t i = model.layer_count(); i-- > 0;) {
+    const std::size_t begin = model.param_offset(i);
+    if (end - begin >= kBucketFloats || (i == 0 && end > begin)) {
+      out.push_back({i, begin, end});
+      end = begin;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 EpochStats run_epoch(State& st, std::int64_t epoch) {
@@ -101,6 +128,8 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
 
   const bool replans = cfg.rebalance_every > 0;
   const bool sharded = cfg.update == "sharded";
+  const bool overlap = cfg.overlap;
+  const std::vector<Bucket> buckets = overlap ? gradient_buckets(*st.model) : std::vector<Bucket>{};
   std::vector<float> buf(P + 3 + (replans ? 3 * static_cast<std::size_t>(world) : 0));
   float* const time_slot = replans ? buf.data() + P + 3 : nullptr;
   float* const count_slot = replans ? time_slot + world : nullptr;
@@ -156,11 +185,23 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const PhaseClock compute;
     Stopwatch cw;
     double loss = 0.0;
-    if (lb > 0) {
+    if (lb == 0) std::fill_n(buf.begin(), P, 0.0f);
+    if (overlap) {
+      std::size_t next = 0;  // the next bucket to start
+      const auto start_ready = [&](std::size_t layer) {
+        for (; next < buckets.size() && buckets[next].layer >= layer; ++next) {
+          const Bucket& k = buckets[next];
+          const auto g = st.model->grads().subspan(k.begin, k.end - k.begin);
+          if (lb > 0) std::copy(g.begin(), g.end(), buf.begin() + static_cast<std::ptrdiff_t>(k.begin));
+          st.comm.start_allreduce_sum(std::span<float>(buf).subspan(k.begin, k.end - k.begin));
+        }
+        st.comm.progress();
+      };
+      if (lb > 0) loss = st.model->loss_and_grads(x.data(), labels.data(), lb, ctx, nullptr, start_ready);
+      start_ready(0);  // all of them when this rank computed nothing
+    } else if (lb > 0) {
       loss = st.model->loss_and_grads(x.data(), labels.data(), lb, ctx);
       std::copy(st.model->grads().begin(), st.model->grads().end(), buf.begin());
-    } else {
-      std::fill_n(buf.begin(), P, 0.0f);
     }
     const double extra = st.disturber->sleep_for(t, cw.seconds());
     if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
@@ -199,7 +240,12 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       es.report.comm_s += share.stop(tm.allreduce);
     } else {
       const PhaseClock reduce;
-      st.comm.allreduce_sum(buf);
+      if (overlap) {  // the gradient's buckets are under way since the backward
+        st.comm.start_allreduce_sum(std::span<float>(buf).subspan(P));
+        st.comm.finish();
+      } else {
+        st.comm.allreduce_sum(buf);
+      }
       es.report.comm_s += reduce.stop(tm.allreduce);
       DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
       const PhaseClock update;

@@ -53,7 +53,7 @@ nlohmann::json config_json(const State& st) {
                             {"lr", c.schedule.base_lr},
                             {"seed", c.seed},
                             {"test_samples", st.test.n},
-                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"update", c.update},
+                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"update", c.update}, {"overlap", c.overlap},
                             {"train_subset", st.subset},
                             {"disturb", dist}});
 }

@@ -123,6 +123,7 @@ std::string communicator_works(Algorithm algorithm, Wait wait) {
 std::string halves_match(Algorithm algorithm, Wait wait, std::size_t n, bool empty_first) {
   auto comm = dbs::comm::make_mpi(algorithm, wait);
   const int p = comm->size(), r = comm->rank();
+  if (p < 1) return "no ranks";
   std::vector<std::size_t> counts(static_cast<std::size_t>(p));
   std::size_t weights = 0;
   for (int k = 0; k < p; ++k) weights += static_cast<std::size_t>(k + 1);
@@ -131,7 +132,7 @@ std::string halves_match(Algorithm algorithm, Wait wait, std::size_t n, bool emp
     counts[static_cast<std::size_t>(k)] = n * static_cast<std::size_t>(k + 1) / weights;
     given += counts[static_cast<std::size_t>(k)];
   }
-  counts.back() += n - given;
+  counts[static_cast<std::size_t>(p - 1)] += n - given;
   if (empty_first && p > 1) {
     counts[1] += counts[0];
     counts[0] = 0;
@@ -160,6 +161,40 @@ std::string halves_match(Algorithm algorithm, Wait wait, std::size_t n, bool emp
   comm->broadcast_bytes(root.data(), n * sizeof(float), 0);
   if (std::memcmp(root.data(), data.data(), n * sizeof(float)) != 0)
     return "bytes differ from rank 0's after the allgather";
+  return "";
+}
+
+// Three buffers started with start_allreduce_sum, progressed, finished: each equals its
+// MPI_Allreduce within float tolerance (Open MPI's non-blocking allreduce may add in another
+// order on 3 or more ranks) with the same bytes on every rank, and a rank that arrives late
+// (rank 0, 0.2 s) does not break it.
+std::string started_allreduces_match(Wait wait) {
+  auto comm = dbs::comm::make_mpi(Algorithm::mpi, wait);
+  std::vector<std::vector<float>> data, reference;
+  for (const std::size_t n : {101110u, 1u, 37312u}) {
+    data.push_back(random_floats(n, 7u + 13u * static_cast<unsigned>(comm->rank()) + static_cast<unsigned>(n)));
+    reference.push_back(data.back());
+    dbs::comm::check_mpi(MPI_Allreduce(MPI_IN_PLACE, reference.back().data(), static_cast<int>(n),
+                                       MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                         "MPI_Allreduce");
+  }
+  if (comm->rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (auto& d : data) {
+    comm->start_allreduce_sum(d);
+    comm->progress();
+  }
+  comm->finish();
+  const float tolerance = 1e-6f * static_cast<float>(comm->size() * comm->size()) + 1e-6f;
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    for (std::size_t i = 0; i < data[k].size(); ++i)
+      if (!(std::fabs(data[k][i] - reference[k][i]) <= tolerance))
+        return "buffer " + std::to_string(k) + " element " + std::to_string(i) + ": " +
+               std::to_string(data[k][i]) + " vs MPI_Allreduce " + std::to_string(reference[k][i]);
+    std::vector<float> root = data[k];
+    comm->broadcast_bytes(root.data(), root.size() * sizeof(float), 0);
+    if (root != data[k]) return "buffer " + std::to_string(k) + ": bytes differ from rank 0's";
+  }
+  comm->finish();  // nothing pending: returns at once
   return "";
 }
 
@@ -214,6 +249,8 @@ int main(int argc, char** argv) {
       }
       check(name + ".Sleep", [a] { return halves_match(a, Wait::sleep, 4097, false); });
     }
+    check("Mpi.StartedAllreduces.Spin", [] { return started_allreduces_match(Wait::spin); });
+    check("Mpi.StartedAllreduces.Sleep", [] { return started_allreduces_match(Wait::sleep); });
     check("Mpi.Wait.WaitingRanksSleep", waiting_sleeps);
     check("Mpi.ParseWait", [] {
       if (dbs::comm::parse_wait("auto") != Wait::automatic) return std::string("auto");

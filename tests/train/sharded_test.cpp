@@ -1,7 +1,8 @@
-// The sharded optimizer update (Config::update "sharded") against the replicated one on the
-// in-process communicator, whose reduce-scatter sums in the same (rank) order as its allreduce:
-// the same bits under plans that change between and inside epochs, and checkpoints that hold
-// the whole optimizer state.
+// The sharded optimizer update (Config::update "sharded") and the exchange overlapped with the
+// backward pass (Config::overlap) against the plain replicated update on the in-process
+// communicator, whose reduce-scatter and bucketed sums add in the same (rank) order as its
+// allreduce: the same bits under plans that change between and inside epochs, and checkpoints
+// that hold the whole optimizer state.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -108,6 +109,34 @@ TEST_CASE("Sharded.Resume.EndsWithTheSameParameters") {
   rest.update = "replicated";
   CHECK(run_local(rest, 2) == straight);
   std::filesystem::remove_all(dir);
+}
+
+// The in-process group sums a bucket the moment it is started, so a bucket started before its
+// layers' backward is done, or buckets that miss part of the gradient, change the bits.
+TEST_CASE("Overlap.SameBitsAsAfterTheBackwardPass") {
+  for (const std::string model : {"lenet", "cnn"}) {
+    CAPTURE(model);
+    train::Config c = small_config(model, model == "cnn" ? 384 : 1000);
+    c.epochs = model == "cnn" ? 1 : 2;
+    c.rebalance_every = 3;
+    const train::RunResult plain = run_ranks(c, 3, cycle());
+    c.overlap = true;
+    const train::RunResult overlapped = run_ranks(c, 3, cycle());
+    CHECK(overlapped.params == plain.params);
+    CHECK(overlapped.epochs.back().train_loss == plain.epochs.back().train_loss);
+  }
+}
+
+TEST_CASE("Overlap.RefusedWithTheShardedUpdateAndTheRing") {
+  train::Config c = small_config("lenet", 256);
+  c.overlap = true;
+  c.update = "sharded";
+  CHECK_THROWS_WITH_AS(run_local(c, 1), doctest::Contains("--overlap works with --update replicated"),
+                       ConfigError);
+  c.update = "replicated";
+  c.allreduce = "ring";
+  CHECK_THROWS_WITH_AS(run_local(c, 1), doctest::Contains("--overlap needs --allreduce mpi"),
+                       ConfigError);
 }
 
 TEST_CASE("Sharded.BadUpdateNameIsAConfigError") {
