@@ -168,6 +168,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     c.progress = progress || (!no_progress && job_output_is_terminal());
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
+    train::check_exchange(c);
     if (!sc.address.empty()) {
       net::parse_host_port(sc.address, "--scheduler");
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");

@@ -53,4 +53,8 @@ struct Config : policy::Settings {
 // beside it (the daemon client) must use.
 policy::Settings settings_of(const Config& config, std::size_t train_samples);
 
+// Throws ConfigError for an unknown update or a combination the exchange cannot run
+// (--overlap with --update sharded or --allreduce ring). The agent checks it before MPI starts.
+void check_exchange(const Config& config);
+
 }  // namespace dbs::train

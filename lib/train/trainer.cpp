@@ -28,13 +28,7 @@ void validate(const Config& c, int world, std::size_t n_train) {
                       std::to_string(world) + " ranks x min batch " + std::to_string(c.min_batch));
   if (n_train == 0) throw ConfigError("no training samples");
   if (c.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
-  if (c.update != "replicated" && c.update != "sharded")
-    throw ConfigError("--update '" + c.update + "': expected replicated or sharded");
-  if (c.overlap && c.update == "sharded")
-    throw ConfigError("--overlap works with --update replicated (the sharded update reduce-scatters "
-                      "the whole gradient at once)");
-  if (c.overlap && c.allreduce == "ring")
-    throw ConfigError("--overlap needs --allreduce mpi (the ring allreduce is blocking)");
+  check_exchange(c);
   for (const auto& d : c.disturbances)
     if (d.rank >= world)
       throw ConfigError("--disturb " + to_string(d) + ": the job has only " +

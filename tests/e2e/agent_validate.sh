@@ -30,6 +30,9 @@ expect_usage "--threads" --threads -1
 expect_usage "--min-gain" --min-gain 2
 expect_usage "--min-batch" --min-batch 0
 expect_usage "--rebalance-every" --rebalance-every -1
+expect_usage "--update" --update halves
+expect_usage "--overlap works with --update replicated" --overlap --update sharded
+expect_usage "--overlap needs --allreduce mpi" --overlap --allreduce ring
 expect_usage "--scheduler-timeout" --scheduler-timeout 0
 expect_usage "--train-limit" --train-limit -5
 expect_usage "--policy" --policy bogus
