@@ -47,6 +47,7 @@ struct BalanceOptions {
   std::vector<std::string> disturb = {"rank=1,factor=3"};
   std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
   std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
+  std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
   int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
   std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
@@ -122,6 +123,7 @@ train::Config base_config(const BalanceOptions& o) {
   c.progress = false;
   c.table = false;
   c.wait = o.wait;
+  c.allreduce = o.allreduce;
   return c;
 }
 
@@ -161,8 +163,9 @@ std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm
   return rates;
 }
 
-nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
-                       const data::FashionMnist& data, double independent_s) {
+// The config of one --runs entry: POLICY[@K][+sharded|+overlap]. Throws ConfigError naming the
+// entry when it cannot run (checked for every entry before the first run starts).
+train::Config run_config(const BalanceOptions& o, const std::string& run) {
   train::Config c = base_config(o);
   if (!o.trace_dir.empty()) c.trace_path = o.trace_dir + "/" + run + ".jsonl";
   std::string name = run;
@@ -174,8 +177,24 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
   }
   const auto at = name.find('@');
   c.policy = name.substr(0, at);
-  if (at != std::string::npos) c.rebalance_every = std::stoi(name.substr(at + 1));
+  if (at != std::string::npos) {
+    const std::string k = name.substr(at + 1);
+    if (k.empty() || k.size() > 6 || k.find_first_not_of("0123456789") != std::string::npos || k == "0")
+      throw ConfigError("--runs " + run + ": expected POLICY@K with K a positive step count");
+    c.rebalance_every = std::stoi(k);
+  }
   c.disturbances = disturbances(o);
+  try {
+    train::check_exchange(c);
+  } catch (const ConfigError& e) {
+    throw ConfigError("--runs " + run + ": " + e.what());
+  }
+  return c;
+}
+
+nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
+                       const data::FashionMnist& data, double independent_s) {
+  const train::Config c = run_config(o, run);
   const train::RunResult r = train::run(c, comm, data);
   nlohmann::json epochs = nlohmann::json::array();
   double wall = 0, ideal = 0, total = 0;
@@ -201,6 +220,11 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
 }
 
 int run_balance(const BalanceOptions& o) {
+  try {  // every run's config, before anything runs
+    for (const auto& run : o.runs) run_config(o, run);
+  } catch (const ConfigError& e) {
+    return cli::fail("dbs-bench balance", e.what(), cli::usage_error);
+  }
   if (!o.trace_dir.empty()) {  // made now (mkdir -p), not found missing after the stand-alone runs
     std::error_code ec;
     std::filesystem::create_directories(o.trace_dir, ec);
@@ -227,7 +251,7 @@ int run_balance(const BalanceOptions& o) {
   }
   // Made inside the rank's cgroup, so that --wait auto sees its quota (as under Slurm, where the
   // quota is there from the start): made before, every rank spun.
-  auto comm = comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(o.wait));
+  auto comm = comm::make_mpi(comm::parse_algorithm(o.allreduce), comm::parse_wait(o.wait));
   try {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
     const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)
@@ -247,7 +271,7 @@ int run_balance(const BalanceOptions& o) {
       std::puts(nlohmann::json({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
-                                {"quota", o.quota}, {"wait", o.wait},
+                                {"quota", o.quota}, {"wait", o.wait}, {"allreduce", o.allreduce},
                                 {"solo_rate", solo}, {"independent_ideal_s", independent_s},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}})
                     .dump(2)
@@ -277,6 +301,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
+  cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
   cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);

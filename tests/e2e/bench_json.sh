@@ -33,6 +33,9 @@ PY
 expect_fail "is not an executable dbs-agent" "$BENCH" sweep --agent /nonexistent
 # balance --trace-dir is made at start (mkdir -p) or refused at once, not after the solo runs.
 expect_fail "--trace-dir /proc/none/x: cannot create it" "$BENCH" balance --trace-dir /proc/none/x
+# Every --runs entry is checked before the first run, naming the entry.
+expect_fail "--runs dbs+overlap: --overlap needs --allreduce mpi" "$BENCH" balance --runs static,dbs+overlap --allreduce ring
+expect_fail "--runs dbs@x: expected POLICY@K" "$BENCH" balance --runs static,dbs@x
 
 # balance --quota refuses bad specs before touching any cgroup (world of one: no mpirun needed).
 for spec in 1=0.5 0=0 0=x x=1 0; do

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A measurement, not in the test suite: the gradient exchange over a rate-limited link (issue
+# 11, overlap and sharded update). Two nodes of the cluster bed at full cores
+# (DBS_CLUSTER_QUOTAS 1.0), each link limited by tbf to DBS_CLUSTER_RATES (default here
+# 200mbit); Open MPI talks TCP over the bridge. dbs-bench balance runs under srun: `static`
+# plain, with --overlap and with --update sharded, twice each, alternating, and prints its JSON
+# (steady_wall_s per run). Extra options go to dbs-bench balance (--runs replaces the runs; e.g.
+# --allreduce ring --runs static,static+sharded,static,static+sharded).
+#   tests/cluster/measure_link.sh [dbs-bench balance options...]
+export DBS_CLUSTER_NODES=${DBS_CLUSTER_NODES:-2}
+export DBS_CLUSTER_QUOTAS=${DBS_CLUSTER_QUOTAS:-1.0}
+export DBS_CLUSTER_RATES=${DBS_CLUSTER_RATES:-200mbit}
+source "$(dirname "$0")/lib/test.bash"
+test_cluster_up >/dev/null
+BENCH=$BUILD/bench/dbs-bench
+[ -x "$BENCH" ] || fail "no $BENCH (build first)"
+echo "nodes $NODES, quota $DBS_CLUSTER_QUOTAS, link $DBS_CLUSTER_RATES;" \
+  "machine load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+runs=(--runs static,static+overlap,static+sharded,static,static+overlap,static+sharded)
+case " $* " in *" --runs "*) runs=() ;; esac
+srun -N "$NODES" --mpi=pmix "$BENCH" balance --model cnn --threads 1 --batch 128 --epochs 4 \
+  --train-limit 3072 --test-limit 256 --steady-from 2 --disturb none --solo-epochs 0 \
+  "${runs[@]}" "$@"
+echo "machine load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
