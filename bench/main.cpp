@@ -2,6 +2,7 @@
 #include <exception>
 
 #include "bench/bench.h"
+#include "bench/study.h"
 #include "lib/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   add_balance_command(app, action);
   add_sweep_command(app, action);
   add_filter_command(app, action);
+  add_study_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-bench")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;
