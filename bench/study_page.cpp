@@ -17,21 +17,27 @@ namespace {
 std::string td(const std::string& s) { return "<td>" + chart::escape(s) + "</td>"; }
 
 // Recipe lines: one colour per warmup length (the base-batch reference first), dashed without
-// lr scaling, so each warmup's scaled and unscaled runs pair up. Otherwise one colour per group.
+// lr scaling, so each warmup's scaled and unscaled runs pair up; with several large batches, the
+// smaller ones with markers. Otherwise one colour per group.
 struct Style {
   std::string color, dash;
+  bool markers = false;
 };
 Style style(const std::vector<const Group*>& groups, std::size_t k, bool recipe) {
-  if (!recipe) return {chart::color(k), ""};
+  if (!recipe) return {chart::color(k), "", false};
   std::set<double> warmups;
+  int largest = 0;
   for (const Group* g : groups)
-    if (g->runs.front()->global_batch != g->runs.front()->base_batch)
+    if (g->runs.front()->global_batch != g->runs.front()->base_batch) {
       warmups.insert(g->runs.front()->warmup_epochs);
+      largest = std::max(largest, g->runs.front()->global_batch);
+    }
   const StudyRun& r = *groups[k]->runs.front();
-  if (r.global_batch == r.base_batch) return {chart::color(0), ""};
+  if (r.global_batch == r.base_batch) return {chart::color(0), "", false};
   const auto index = static_cast<std::size_t>(
       std::distance(warmups.begin(), warmups.find(r.warmup_epochs)));
-  return {chart::color(1 + index), r.lr_scaling == "none" ? chart::dash_pattern(1) : ""};
+  return {chart::color(1 + index), r.lr_scaling == "none" ? chart::dash_pattern(1) : "",
+          r.global_batch != largest};
 }
 
 // The lines of the groups' test accuracy against epoch; bands (min-max over seeds) first.
@@ -51,6 +57,7 @@ std::string accuracy_chart(const std::vector<const Group*>& groups, const std::s
     line.label = g.label;
     line.color = band.color = st.color;
     line.dash = st.dash;
+    line.markers = st.markers;
     band.band = true;
     band.opacity = 0.15;
     for (std::size_t e = 1; e <= r.epochs.size(); ++e) {
@@ -83,6 +90,7 @@ std::string lr_chart(const std::vector<const Group*>& groups) {
     s.label = groups[k]->label;
     s.color = st.color;
     s.dash = st.dash;
+    s.markers = st.markers;
     for (const StudyEpoch& e : r.epochs) {
       s.x.push_back(e.epoch);
       s.y.push_back(e.lr);

@@ -3,7 +3,7 @@
 # `dbs-agent filter` keeps (t-SNE + per-class DBSCAN noise removed) and on its random control
 # (as many removed per class, at random), at global batches 128, 2,048 and 8,192. 2 ranks, dbs
 # balancing, lenet, Adam at lr 0.001 for batch 128, linear lr scaling with 2 warmup epochs above
-# it, 8 epochs, the same settings for the three data sets at each batch. Ends with the table on
+# it, 6 epochs, the same settings for the three data sets at each batch. Ends with the table on
 # stdout and OUTDIR/filtering.html.
 #
 #   bench/experiments/filtering.sh [options] OUTDIR
@@ -12,7 +12,7 @@
 #     --weights FILE     trained weights to filter with (default: OUTDIR/cnn.bin, trained first
 #                        as the README's noise filtering section does: cnn, 5 epochs, 2 ranks)
 #     --weights-model M  the model of --weights (default cnn)
-#     --epochs N         epochs per run (default 8)
+#     --epochs N         epochs per run (default 6)
 #     --warmup W         warmup epochs above the base batch (default 2)
 #     --batches L        global batches, comma list (default 128,2048,8192)
 #     --seeds L          comma list (default 1)
@@ -27,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/study_common.bash"
 
-build=build data=/usr/share/datasets/fashion-mnist weights="" wmodel=cnn wepochs=5 epochs=8 warmup=2
+build=build data=/usr/share/datasets/fashion-mnist weights="" wmodel=cnn wepochs=5 epochs=6 warmup=2
 batches=128,2048,8192 seeds=1 train_limit=0 test_limit=0 out="" quick=0
 extra=()
 while [ $# -gt 0 ]; do

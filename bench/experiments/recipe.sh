@@ -13,7 +13,7 @@
 #     --epochs N         epochs per run (default 20)
 #     --decay-epochs L   epochs (from 1) at whose start lr x 0.1, comma list; "" = none (default 15)
 #     --seeds L          comma list (default 1,2)
-#     --batch B          the large global batch (default 8192)
+#     --batch L          the large global batches, comma list (default 8192)
 #     --warmups L        warmup epochs to try with linear scaling (default 0,2,5)
 #     --unscaled-warmups L  the same without scaling (default 0)
 #     --train-limit N    training samples (default 0 = all 60,000)
@@ -62,14 +62,16 @@ for seed in ${seeds//,/ }; do
   study_run "$out" "b128-s$seed" recipe full "${common[@]}" --batch 128 --lr-scaling none \
     --seed "$seed" "${extra[@]}"
   runs+=("b128-s$seed")
-  for scaling in none linear; do
-    list=$warmups
-    [ "$scaling" = none ] && list=$unscaled
-    for w in ${list//,/ }; do
-      name="b$batch-$scaling-w$w-s$seed"
-      study_run "$out" "$name" recipe full "${common[@]}" --batch "$batch" --lr-scaling "$scaling" \
-        --warmup-epochs "$w" --seed "$seed" "${extra[@]}"
-      runs+=("$name")
+  for b in ${batch//,/ }; do
+    for scaling in none linear; do
+      list=$warmups
+      [ "$scaling" = none ] && list=$unscaled
+      for w in ${list//,/ }; do
+        name="b$b-$scaling-w$w-s$seed"
+        study_run "$out" "$name" recipe full "${common[@]}" --batch "$b" --lr-scaling "$scaling" \
+          --warmup-epochs "$w" --seed "$seed" "${extra[@]}"
+        runs+=("$name")
+      done
     done
   done
 done
