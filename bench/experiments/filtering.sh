@@ -44,16 +44,10 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 epochs=2 train_limit=2048 test_limit=500 batches=128,1024 wmodel=lenet
              wepochs=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "filtering.sh: error: unknown option $1 (see --help)" >&2; exit 2 ;;
-    *) [ -z "$out" ] || { echo "filtering.sh: error: one OUTDIR, got $out and $1" >&2; exit 2; }
-       out=$1; shift ;;
+    *) study_arg filtering.sh "$1"; shift ;;  # --help, an unknown option or OUTDIR
   esac
 done
-[ -n "$out" ] || { echo "filtering.sh: error: no OUTDIR (see --help)" >&2; exit 2; }
-NP=${NP:-2}
 study_init filtering.sh "$build" "$data"
-mkdir -p "$out"
 
 # 1. The weights (unless given) and the filter with its random control.
 if [ -z "$weights" ]; then

@@ -42,16 +42,10 @@ while [ $# -gt 0 ]; do
     --train-limit) train_limit=$2; shift 2 ;;
     --quick) epochs=2 seeds=1 train_limit=4096 test_limit=1000 decay=""; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "recipe.sh: error: unknown option $1 (see --help)" >&2; exit 2 ;;
-    *) [ -z "$out" ] || { echo "recipe.sh: error: one OUTDIR, got $out and $1" >&2; exit 2; }
-       out=$1; shift ;;
+    *) study_arg recipe.sh "$1"; shift ;;  # --help, an unknown option or OUTDIR
   esac
 done
-[ -n "$out" ] || { echo "recipe.sh: error: no OUTDIR (see --help)" >&2; exit 2; }
-NP=${NP:-2}
 study_init recipe.sh "$build" "$data"
-mkdir -p "$out"
 
 common=(--data "$data" --model lenet --threads 1 --policy dbs --wait sleep --optimizer adam --lr 0.001
         --base-batch 128 --epochs "$epochs" --train-limit "$train_limit"

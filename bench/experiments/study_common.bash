@@ -1,5 +1,8 @@
 # Helpers of the training studies (recipe.sh, filtering.sh); sourced, not run.
-#   study_init NAME BUILD DATA   checks the build, mpirun and the dataset; sets AGENT, BENCH
+#   study_arg NAME ARG           the option parser's last case: --help (the script's header),
+#                                an unknown option (exit 2) or the one OUTDIR (sets out)
+#   study_init NAME BUILD DATA   checks OUTDIR was given, the build, mpirun and the dataset;
+#                                sets AGENT, BENCH, NP (default 2); makes OUTDIR
 #   study_run OUT RUN STUDY DATA_KIND [dbs-agent options...]
 #       one mpirun job of $NP ranks; its summary, metrics and log in OUT/runs/RUN.*, its record
 #       in OUT/runs/RUN.jsonl. A run whose record exists is skipped (re-running a study resumes
@@ -8,9 +11,20 @@ set -euo pipefail
 
 study_die() { echo "$STUDY_NAME: error: $*" >&2; exit 1; }
 
+study_arg() {
+  case $2 in
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "$1: error: unknown option $2 (see --help)" >&2; exit 2 ;;
+    *) [ -z "${out:-}" ] || { echo "$1: error: one OUTDIR, got $out and $2" >&2; exit 2; }
+       out=$2 ;;
+  esac
+}
+
 study_init() {
   STUDY_NAME=$1
   local build=$2 data=$3
+  [ -n "${out:-}" ] || { echo "$1: error: no OUTDIR (see --help)" >&2; exit 2; }
+  NP=${NP:-2}
   AGENT=$build/agents/dbs-agent
   BENCH=$build/bench/dbs-bench
   [ -x "$AGENT" ] || study_die "no $AGENT: build first (source agents/setup.sh; dbs_build build)"
@@ -22,6 +36,7 @@ study_init() {
     [ -r "$data/$f" ] || study_die "no Fashion-MNIST file $data/$f (apt-get install dataset-fashion-mnist, or --data DIR)"
   done
   MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+  mkdir -p "$out"
 }
 
 study_run() {
