@@ -252,6 +252,7 @@ int run_balance(const BalanceOptions& o) {
   // Made inside the rank's cgroup, so that --wait auto sees its quota (as under Slurm, where the
   // quota is there from the start): made before, every rank spun.
   auto comm = comm::make_mpi(comm::parse_algorithm(o.allreduce), comm::parse_wait(o.wait));
+  comm->set_threads(limit.threads());
   try {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
     const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)

@@ -42,6 +42,9 @@ class Communicator {
   // data (bytes, same count everywhere) is replaced by root's.
   virtual void broadcast_bytes(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // Tells the communicator this rank's thread count, once it is known, so that --wait auto
+  // (lib/comm/wait.h) can decide by it. A collective. No-op where waiting is not chosen.
+  virtual void set_threads(int /*threads*/) {}
   // Ends the whole job as fast as possible (MPI_Abort); never returns for MPI.
   virtual void abort(int code) noexcept = 0;
   // Host name of this rank (for traces and logs).

@@ -64,14 +64,13 @@ int as_int(std::size_t n) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(Algorithm algorithm, Wait wait)
-      : algorithm_(algorithm), wait_(resolve_wait(wait)) {
+  MpiCommunicator(Algorithm algorithm, Wait wait) : algorithm_(algorithm), requested_(wait) {
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
-    int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
-    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    arrive_first_ = any != 0 && size_ > 1;
+    choose_wait(1);
   }
+
+  void set_threads(int threads) override { choose_wait(threads); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -183,6 +182,14 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Resolves the wait mode for `threads` threads; the ranks agree whether any of them sleeps.
+  void choose_wait(int threads) {
+    wait_ = resolve_wait(requested_, threads);
+    int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
+    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    arrive_first_ = any != 0 && size_ > 1;
+  }
+
   // With a sleeping rank in the job: every rank joins a non-blocking barrier and waits for it
   // as wait_ says, so the collective that follows finds everyone there.
   void arrive() {
@@ -216,7 +223,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   Algorithm algorithm_;
-  Wait wait_;                  // spin or sleep (resolved)
+  Wait requested_;             // as given (automatic: resolved by quota and threads)
+  Wait wait_ = Wait::spin;     // spin or sleep (resolved)
   bool arrive_first_ = false;  // some rank sleeps: barrier before every collective
   int rank_ = 0;
   int size_ = 1;

@@ -25,10 +25,14 @@ const char* to_string(Wait wait) {
   return "?";
 }
 
-Wait resolve_wait(Wait wait) {
+Wait automatic_wait(double quota_cores, int threads) {
+  return quota_cores > 0 && quota_cores + 1e-6 < threads ? Wait::sleep : Wait::spin;
+}
+
+Wait resolve_wait(Wait wait, int threads) {
   if (wait != Wait::automatic) return wait;
   const auto q = read_cpu_quota();
-  return q && q->cores > 0 ? Wait::sleep : Wait::spin;
+  return automatic_wait(q ? q->cores : 0.0, threads);
 }
 
 void await(MPI_Request& request, Wait wait) {

@@ -263,6 +263,17 @@ int main(int argc, char** argv) {
       }
       return std::string("no ConfigError for 'yield'");
     });
+    check("Mpi.Wait.AutomaticSleepsOnlyWhereTheQuotaIsBelowTheThreads", [] {
+      using dbs::comm::automatic_wait;
+      const struct { double quota; int threads; Wait want; } cases[] = {
+          {0, 1, Wait::spin},   {0.33, 1, Wait::sleep}, {0.999, 1, Wait::sleep},
+          {1.0, 1, Wait::spin}, {1.5, 2, Wait::sleep},  {2.0, 2, Wait::spin}, {4.0, 2, Wait::spin}};
+      for (const auto& c : cases)
+        if (automatic_wait(c.quota, c.threads) != c.want)
+          return "quota " + std::to_string(c.quota) + ", " + std::to_string(c.threads) +
+                 " threads: got " + dbs::comm::to_string(automatic_wait(c.quota, c.threads));
+      return std::string();
+    });
     check("Mpi.ParseAlgorithm", [] {
       if (dbs::comm::parse_algorithm("ring") != Algorithm::ring) return std::string("ring");
       try {
