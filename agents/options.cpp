@@ -114,7 +114,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()->group(model);
 
   const char* const balance = "Balance";
-  app.add_option("--policy", c.policy, "balancing policy: dbs (batch in proportion to measured speed), dbs-cost (per-rank cost model alpha + beta b, water-filled), static or fixed:b0,b1,...")->capture_default_str()->group(balance);
+  app.add_option("--policy", c.policy, "balancing policy: dbs (per-rank cost model alpha + beta b fitted from step times, water-filled, with hysteresis), dbs-rate (batch in proportion to measured speed), static or fixed:b0,b1,...")->capture_default_str()->group(balance);
   app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(at_least(1))->group(balance);
   app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(at_least(0))->group(balance);
   app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain (fraction)")->capture_default_str()->check(between(0, 0.999999))->group(balance);

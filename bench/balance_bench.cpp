@@ -1,7 +1,7 @@
 // dbs-bench balance (run under mpirun): the same short training under several policies with the
 // same disturbance; per-epoch wall and ideal times, the steady-state ratio to the ideal, and the
-// speedup over static. A run is "static", "dbs", "dbs-cost", "fixed:..." or "dbs@K" (dbs
-// re-planning every K steps as well; also dbs-cost@K).
+// speedup over static. A run is "static", "dbs", "dbs-rate", "fixed:..." or "dbs@K" (dbs
+// re-planning every K steps as well; also dbs-rate@K).
 //
 // --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without
 // a quota unlimited) for the whole benchmark. The independent ideal: before the runs, each rank
@@ -299,7 +299,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-cost, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-rate, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
   cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));

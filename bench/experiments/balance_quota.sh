@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The acceptance measurement of DBS under a CPU quota (issue 11): 2 ranks x 1 thread, cnn,
 # 6,000 samples, global batch 256, 5 epochs, rank 1 held to 33% of a core by a cgroup quota,
-# runs static, dbs and dbs-cost, prints dbs-bench balance's JSON (epoch seconds, plans per epoch, plan
+# runs static, dbs-rate and dbs, prints dbs-bench balance's JSON (epoch seconds, plans per epoch, plan
 # changes in the steady epochs, ratio to the independent ideal from stand-alone runs).
 #   bench/experiments/balance_quota.sh [BUILD_DIR] [-- extra dbs-bench balance options]
 # e.g. bench/experiments/balance_quota.sh build -- --quota 1=0.5 --wait spin --runs dbs
@@ -18,7 +18,7 @@ bench="$root/$build/bench/dbs-bench"
 
 # The defaults; an option given after -- replaces its default.
 defaults=(--model cnn --threads 1 --batch 256 --epochs 5 --train-limit 6000 --test-limit 1000
-          --steady-from 3 --runs static,dbs,dbs-cost --disturb none --quota 1=0.33)
+          --steady-from 3 --runs static,dbs-rate,dbs --disturb none --quota 1=0.33)
 args=(balance)
 for ((i = 0; i < ${#defaults[@]}; i += 2)); do
   case " $* " in *" ${defaults[i]} "*) ;; *) args+=("${defaults[i]}" "${defaults[i + 1]}") ;; esac

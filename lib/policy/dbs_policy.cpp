@@ -1,4 +1,8 @@
-// The "dbs" policy: batch sizes proportional to each rank's measured throughput.
+// The "dbs" policy: batch sizes that equalise the ranks' predicted step times. Where the
+// reports carry work times (Report::work: every agent since issue 11) the plan comes from the
+// per-rank cost model below; where they do not (older traces, replay of them, synthetic
+// reports) it is batch in proportion to measured throughput. "dbs-rate" always plans by
+// throughput, as dbs did before the cost model (kept to compare the two).
 //
 // Words: rate r_i = rank i's samples/s measured in the epoch just ended (measured_rate: the
 // median over its steps of samples / compute s when the report has it, else samples /
@@ -25,8 +29,7 @@
 // property test's random cases it re-planned 124 of 90,000 noisy epochs, this rounding 2.
 // The current plan is kept unless (T(current) - T(b)) / T(current) >= min_gain.
 //
-// Cost model ("dbs-cost", when the reports carry work times, Report::work; plain "dbs" ignores
-// them, so that replay, whose simulated reports have none, reproduces its plans): each rank's step costs
+// Cost model (dbs when the reports carry work times; "dbs-rate" ignores them): each rank's step costs
 // t_i(b) = alpha_i + beta_i * b, fitted by CostEstimator (lib/policy/estimator.h) from the
 // steps it ran at different batch sizes (the short last step, earlier plans); ranks without a
 // fit are costed b / v_i. The plan is water_fill's (equal predicted step time, bounds, sum B
@@ -86,7 +89,7 @@ class Dbs : public Policy {
         last_(static_cast<std::size_t>(world), 0.0),
         cost_(world) {}
 
-  std::string name() const override { return cost_model_ ? "dbs-cost" : "dbs"; }
+  std::string name() const override { return cost_model_ ? "dbs" : "dbs-rate"; }
 
   Plan initial() const override {
     Plan p;

@@ -34,7 +34,7 @@ enum class Rounding { largest_remainder, least_step_time };
 std::vector<int> apportion(const std::vector<double>& weights, int total, int lo, int hi,
                            Rounding rounding);
 
-// "dbs" (cost_model false) or "dbs-cost" (true: plans by the cost model when reports carry
+// "dbs-rate" (cost_model false) or "dbs" (true: plans by the cost model when reports carry
 // work times).
 std::unique_ptr<Policy> make_dbs(const Settings& settings, int world, bool cost_model);
 std::unique_ptr<Policy> make_static(const Settings& settings, int world);

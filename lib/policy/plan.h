@@ -65,7 +65,7 @@ struct Report {
 // What a policy needs besides the world size: the same for every rank of a job, chosen once by
 // the agent's options (or a synthetic spec) and carried by the protocol and the trace header.
 struct Settings {
-  std::string policy = "dbs";          // dbs | static | fixed:b0,b1,...
+  std::string policy = "dbs";          // dbs | dbs-rate | static | fixed:b0,b1,...
   int global_batch = 128;              // B, kept by every plan
   std::int64_t samples_per_epoch = 0;  // N (for epoch-time predictions; 0 = unknown)
   int min_batch = 1;                   // per-rank lower bound

@@ -26,7 +26,9 @@ class Policy {
   virtual void set_state(const std::vector<double>& /*state*/) {}
 };
 
-// The policy settings.policy names: "dbs", "dbs-cost", "static" or "fixed:b0,b1,..." (sizes must sum to
+// The policy settings.policy names: "dbs" (the cost model where reports carry work times, else
+// batch in proportion to throughput), "dbs-rate" (always in proportion to throughput),
+// "dbs-cost" (dbs's former name), "static" or "fixed:b0,b1,..." (sizes must sum to
 // global_batch and number world), for a job of `world` ranks. Throws ConfigError naming the spec
 // or the setting at fault.
 std::unique_ptr<Policy> make_policy(const Settings& settings, int world);

@@ -67,6 +67,43 @@ void fill_unknown(std::vector<std::vector<double>>& base) {
   }
 }
 
+// Cluster::work_bias of the trace (empty when no rank record has work times): the recorded
+// work points over the model's under the recorded plans, matched by batch size.
+std::vector<std::vector<Cluster::WorkBias>> work_bias(const Trace& trace, const Cluster& c) {
+  bool any = false;
+  for (const EpochRecords& rec : trace.epochs)
+    for (const policy::Report& r : rec.reports) any = any || r.work[0].batch > 0;
+  if (!any) return {};
+  // Factors 1: the model's own work points.
+  Cluster unit = c;
+  unit.work_bias.assign(trace.epochs.size(),
+                        std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
+                                                       Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
+  std::vector<std::vector<Cluster::WorkBias>> out;
+  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+    const EpochRun run = recorded_run(trace, unit, CostModel{}, k);
+    std::vector<Cluster::WorkBias> epoch(static_cast<std::size_t>(c.world));
+    for (std::size_t i = 0; i < epoch.size(); ++i) {
+      const auto& recorded = trace.epochs[k].reports[i].work;
+      const auto& model = run.reports[i].work;
+      Cluster::WorkBias& b = epoch[i];
+      b.reported = recorded[0].batch > 0;
+      std::array<bool, 2> matched{};
+      for (std::size_t p = 0; p < model.size(); ++p) {
+        for (const policy::CostPoint& r : recorded) {
+          if (r.batch == 0 || r.batch != model[p].batch || !(model[p].mean_s > 0) || !(r.mean_s > 0)) continue;
+          b.mean[p] = r.mean_s / model[p].mean_s;
+          b.sd[p] = r.sd_s / r.mean_s;
+          matched[p] = true;
+        }
+      }
+      if (!matched[1]) b.mean[1] = b.mean[0], b.sd[1] = b.sd[0];
+    }
+    out.push_back(std::move(epoch));
+  }
+  return out;
+}
+
 }  // namespace
 
 int recorded_interval(const EpochRecords& epoch, int rebalance_every) {
@@ -113,6 +150,7 @@ Cluster cluster_from_trace(const Trace& trace) {
     median_bias.push_back(std::move(bias));
   }
   c.median_bias = std::move(median_bias);
+  c.work_bias = work_bias(trace, c);
   return c;
 }
 

@@ -10,7 +10,8 @@
 // that has one. The policy sees each rank's median step rate, which per-step jitter sets apart
 // from samples / compute_s: the ratio of the recorded median to the model's, under the recorded
 // plans, is kept per rank and epoch (Cluster::median_bias) so the simulated policy sees what the
-// real one saw.
+// real one saw; so is the ratio of the recorded work times (Report::work) to the model's, with
+// their relative spread (Cluster::work_bias), for traces that have them.
 //
 // Cost model, per step, fitted from the records (each figure can be given instead):
 //   allreduce_s - the slowest rank waits least, so min over ranks of comm_s / S is the pure

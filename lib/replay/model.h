@@ -8,6 +8,7 @@
 // Time is training progress, not seconds: a faster policy does not outrun a disturbance.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,17 @@ struct Cluster {
   // gives it. Per-step jitter makes the median of b / t differ from samples / compute_s; the
   // policy sees the median, so simulated reports carry the model's median times this factor.
   std::vector<std::vector<double>> median_bias;
+  // [epoch][rank] (empty = the trace has no work times): the work points the rank reported over
+  // the ones the model gives it under the recorded plans, by point (most steps first). Each
+  // simulated report then carries work points (what dbs's cost model plans from): the model's
+  // mean work time per step, b / v, times `mean`, with standard deviation `sd` times that mean.
+  // A rank that reported none gets none; a point the recorded run lacked uses point 0's factors.
+  struct WorkBias {
+    bool reported = false;
+    std::array<double, 2> mean{1.0, 1.0};
+    std::array<double, 2> sd{0.0, 0.0};  // relative to the mean
+  };
+  std::vector<std::vector<WorkBias>> work_bias;
 
   int epochs() const { return static_cast<int>(base.size()); }
   std::int64_t steps() const { return (samples_per_epoch + global_batch - 1) / global_batch; }

@@ -91,6 +91,8 @@ class Reader {
       eval(j);
     } else if (type == "disturbance") {
       disturbance(j);
+    } else if (type == "timing") {
+      // Where each rank's time went (the agent's own diagnosis): nothing replay models.
     } else if (type == "header") {
       r.fail("a second header: a trace holds one run");
     } else if (unknown_types_[type]++ == 0) {

@@ -8,6 +8,7 @@
 
 #include "lib/common/error.h"
 #include "lib/planner/planner.h"
+#include "lib/policy/cost.h"
 #include "lib/policy/steps.h"
 
 namespace dbs::replay {
@@ -58,6 +59,26 @@ struct Chunk {
   double step_s = 0;         // the slowest rank's compute per step
 };
 
+// Rank i's work points over the chunks [from, end): policy::cost_points of its steps' model
+// times b_i / v_i, scaled by the recorded run's factors (Cluster::work_bias).
+std::array<policy::CostPoint, 2> work_of(const Cluster::WorkBias& bias,
+                                         const std::vector<Chunk>& chunks, std::size_t from,
+                                         std::size_t i) {
+  if (!bias.reported) return {};
+  std::vector<std::pair<int, double>> steps;
+  for (std::size_t k = from; k < chunks.size(); ++k) {
+    const Chunk& ch = chunks[k];
+    if (ch.batch[i] > 0) steps.insert(steps.end(), static_cast<std::size_t>(ch.steps), {ch.batch[i], ch.batch[i] / ch.rate[i]});
+  }
+  std::array<policy::CostPoint, 2> work = policy::cost_points(steps);
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    if (work[k].batch == 0) continue;
+    work[k].mean_s *= bias.mean[k];
+    work[k].sd_s = bias.sd[k] * work[k].mean_s;
+  }
+  return work;
+}
+
 // Rank i's reports over the chunks [from, end). median: policy::median_rate over the steps of
 // rank i's rate b_i / t_i, counting steps where it had samples, as the agent's. comm_s: the
 // waiting for the slowest rank plus allreduce_s per step when with_comm (the agent's epoch
@@ -90,6 +111,7 @@ std::vector<policy::Report> reports_of(const Cluster& c, const std::vector<Chunk
     }
     if (with_comm) r.comm_s = wait + allreduce_s * static_cast<double>(r.steps);
     r.step_rate_median = policy::median_rate(rates) * (bias != nullptr ? (*bias)[i] : 1.0);
+    if (!c.work_bias.empty()) r.work = work_of(c.work_bias[static_cast<std::size_t>(epoch)][i], chunks, from, i);
   }
   return out;
 }

@@ -72,7 +72,7 @@ TEST_CASE("Estimator.Dbs.ConvergesToTheWaterFilledPlanOfTheTrueCosts") {
   // Rank 1 at a third of rank 0's speed with a fixed cost (its optimizer update) 3x as long.
   const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
   std::mt19937 rng(1);
-  auto policy = make_policy("dbs-cost", job(2, 256));
+  auto policy = make_policy("dbs", job(2, 256));
   Plan p = policy->initial();
   for (int e = 0; e < 4; ++e) p = policy->next(p, epoch_reports(p, truth, 0.0, rng));
   const std::vector<int> want = water_fill(truth, 256, 1, 256);
@@ -91,7 +91,7 @@ TEST_CASE("Estimator.Dbs.NoOscillationUnderNoisySteadySpeeds") {
   for (unsigned seed = 1; seed <= 20; ++seed) {
     CAPTURE(seed);
     std::mt19937 rng(seed);
-    auto policy = make_policy("dbs-cost", job(2, 256));
+    auto policy = make_policy("dbs", job(2, 256));
     Plan p = policy->initial();
     int changes = 0;
     for (int e = 0; e < 12; ++e) {
@@ -109,7 +109,7 @@ TEST_CASE("Estimator.Dbs.RealChangeIsFollowedWithinOneEpoch") {
   const std::vector<Cost> before = {{0.010, 0.0007}, {0.010, 0.0007}};
   const std::vector<Cost> after = {{0.010, 0.0007}, {0.030, 0.0021}};  // rank 1 slowed x3
   std::mt19937 rng(3);
-  auto policy = make_policy("dbs-cost", job(2, 256));
+  auto policy = make_policy("dbs", job(2, 256));
   Plan p = policy->initial();
   for (int e = 0; e < 5; ++e) p = policy->next(p, epoch_reports(p, before, 0.1, rng));
   CHECK(std::abs(p.batch[0] - 128) <= 3);
@@ -131,10 +131,10 @@ TEST_CASE("Estimator.Dbs.RealChangeIsFollowedWithinOneEpoch") {
 TEST_CASE("Estimator.Dbs.StateRoundTripContinuesIdentically") {
   const std::vector<Cost> truth = {{0.010, 0.0007}, {0.020, 0.0015}, {0.0, 0.001}};
   std::mt19937 rng(4), rng_copy;
-  auto a = make_policy("dbs-cost", job(3, 300));
+  auto a = make_policy("dbs", job(3, 300));
   Plan p = a->initial();
   for (int e = 0; e < 3; ++e) p = a->next(p, epoch_reports(p, truth, 0.2, rng));
-  auto b = make_policy("dbs-cost", job(3, 300));
+  auto b = make_policy("dbs", job(3, 300));
   b->set_state(a->state());
   CHECK(b->state() == a->state());
   rng_copy = rng;
@@ -151,7 +151,7 @@ TEST_CASE("Estimator.Dbs.StateRoundTripContinuesIdentically") {
 TEST_CASE("Estimator.Dbs.RejectsNonFiniteWorkTimesAndKeepsItsState") {
   const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
   std::mt19937 rng(5);
-  auto policy = make_policy("dbs-cost", job(2, 256));
+  auto policy = make_policy("dbs", job(2, 256));
   Plan p = policy->initial();
   p = policy->next(p, epoch_reports(p, truth, 0.0, rng));
   const auto state = policy->state();
@@ -162,19 +162,38 @@ TEST_CASE("Estimator.Dbs.RejectsNonFiniteWorkTimesAndKeepsItsState") {
   CHECK(policy->state() == state);
 }
 
-TEST_CASE("Estimator.PlainDbsIgnoresWorkTimes") {
-  // "dbs" plans from throughputs only, whatever work times the reports carry (replay's
-  // simulated reports have none and must reproduce its plans).
+TEST_CASE("Estimator.DbsRateIgnoresWorkTimes") {
+  // "dbs-rate" plans from throughputs only, whatever work times the reports carry; "dbs"
+  // without work times (older traces, replay of them) plans exactly as it does.
   const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
   std::mt19937 rng(6);
-  auto with = make_policy("dbs", job(2, 256)), without = make_policy("dbs", job(2, 256));
-  Plan a = with->initial(), b = without->initial();
+  auto with = make_policy("dbs-rate", job(2, 256)), without = make_policy("dbs-rate", job(2, 256));
+  auto dbs_without = make_policy("dbs", job(2, 256));
+  Plan a = with->initial(), b = without->initial(), c = dbs_without->initial();
   for (int e = 0; e < 4; ++e) {
     auto reports = epoch_reports(a, truth, 0.1, rng);
     a = with->next(a, reports);
     for (Report& r : reports) r.work = {};
     b = without->next(b, reports);
+    c = dbs_without->next(c, reports);
     CHECK(a == b);
+    CHECK(c == b);
     CHECK(a.reason.find("cost model") == std::string::npos);
   }
+}
+
+TEST_CASE("Estimator.DbsCostIsDbs") {
+  // "dbs-cost", the cost model's name before it was dbs's, still names it (journals, traces).
+  const std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}};
+  std::mt19937 rng(8);
+  auto dbs = make_policy("dbs", job(2, 256)), old = make_policy("dbs-cost", job(2, 256));
+  Plan a = dbs->initial(), b = old->initial();
+  for (int e = 0; e < 4; ++e) {
+    const auto reports = epoch_reports(a, truth, 0.1, rng);
+    a = dbs->next(a, reports);
+    b = old->next(b, reports);
+    CHECK(a == b);
+    CHECK(a.reason.find("cost model") != std::string::npos);
+  }
+  CHECK(old->name() == "dbs");
 }

@@ -46,6 +46,7 @@ std::vector<Report> four() {
 
 TEST_CASE("Policy.Names") {
   CHECK(make_policy("dbs", config(2, 8))->name() == "dbs");
+  CHECK(make_policy("dbs-rate", config(2, 8))->name() == "dbs-rate");
   CHECK(make_policy("static", config(2, 8))->name() == "static");
   CHECK(make_policy("fixed:5,3", config(2, 8))->name() == "fixed");
 }
@@ -97,7 +98,7 @@ TEST_CASE("Fixed.SpecErrorsNameSpecAndProblem") {
 
 TEST_CASE("Policy.UnknownSpecAndBadConfig") {
   CHECK(config_error("dbs2", config(2, 8)) ==
-        "unknown policy 'dbs2': expected dbs, dbs-cost, static or fixed:b0,b1,...");
+        "unknown policy 'dbs2': expected dbs, dbs-rate, static or fixed:b0,b1,... (dbs-cost = dbs)");
   CHECK(config_error("dbs", config(0, 8)) == "policy config: world must be >= 1, got 0");
   CHECK(config_error("dbs", config(2, 8, 0)) == "policy config: min_batch must be >= 1, got 0");
   CHECK(config_error("dbs", config(4, 8, 3)) ==
