@@ -8,7 +8,10 @@
 // in turn trains alone (a world of one, global batch B, --solo-epochs epochs of
 // --solo-limit samples) while the others sleep in a barrier; its rate v_r is the last solo
 // epoch's samples / wall s, and independent_ideal_s = N / sum_r v_r per epoch: what a perfect
-// split of the data would take with every rank at its stand-alone speed.
+// split of the data would take with every rank at its stand-alone speed. The stand-alone runs
+// are made again after the policy runs (unless --no-solo-after): independent_ideal_after_s, and
+// independent_drift = after / before - 1, say how much the machine's speed moved meanwhile (a
+// shared VM's cores do: the ratios to the ideal are only as good as that).
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -50,6 +53,7 @@ struct BalanceOptions {
   std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
   int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
+  bool solo_after = true;                     // stand-alone runs after the policy runs as well
   std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
   std::string data_dir = data::kDefaultDataDir;
 };
@@ -192,8 +196,15 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
   return c;
 }
 
+// N / sum of the rates (0 without rates).
+double ideal_of(const std::vector<double>& rates, double n) {
+  double sum = 0;
+  for (const double v : rates) sum += v;
+  return sum > 0 ? n / sum : 0.0;
+}
+
 nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
-                       const data::FashionMnist& data, double independent_s) {
+                       const data::FashionMnist& data) {
   const train::Config c = run_config(o, run);
   const train::RunResult r = train::run(c, comm, data);
   nlohmann::json epochs = nlohmann::json::array();
@@ -212,10 +223,9 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
       changes += e.replans + (k > 0 && r.epochs[k - 1].batch != e.batch ? 1 : 0);
     }
   }
-  const double independent = independent_s * steady;
   return {{"run", run}, {"epochs", epochs}, {"total_s", total}, {"steady_wall_s", wall},
-          {"steady_ideal_s", ideal}, {"steady_ratio_to_ideal", ideal > 0 ? wall / ideal : 0.0},
-          {"steady_ratio_to_independent", independent > 0 ? wall / independent : 0.0},
+          {"steady_epochs", steady}, {"steady_ideal_s", ideal},
+          {"steady_ratio_to_ideal", ideal > 0 ? wall / ideal : 0.0},
           {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
 }
 
@@ -257,23 +267,31 @@ int run_balance(const BalanceOptions& o) {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
     const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)
                                                        : std::vector<double>{};
-    double sum_solo = 0;
-    for (const double v : solo) sum_solo += v;
-    const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
-    const double independent_s = sum_solo > 0 ? n / sum_solo : 0.0;
     nlohmann::json runs = nlohmann::json::array();
-    for (const auto& run : o.runs) runs.push_back(one_run(o, run, *comm, data, independent_s));
+    for (const auto& run : o.runs) runs.push_back(one_run(o, run, *comm, data));
+    const std::vector<double> after = o.solo_epochs > 0 && o.solo_after
+                                          ? solo_rates(o, *comm, data)
+                                          : std::vector<double>{};
+    const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
+    const double independent_s = ideal_of(solo, n), after_s = ideal_of(after, n);
     double static_wall = 0;
     for (const auto& r : runs)
       if (r["run"] == "static") static_wall = r["steady_wall_s"].get<double>();
-    for (auto& r : runs)
-      r["speedup_vs_static"] = static_wall > 0 ? static_wall / r["steady_wall_s"].get<double>() : 0.0;
+    for (auto& r : runs) {
+      const double wall = r["steady_wall_s"].get<double>(), steady = r["steady_epochs"].get<int>();
+      r["speedup_vs_static"] = static_wall > 0 ? static_wall / wall : 0.0;
+      r["steady_ratio_to_independent"] = independent_s > 0 ? wall / (independent_s * steady) : 0.0;
+      if (after_s > 0) r["steady_ratio_to_independent_after"] = wall / (after_s * steady);
+    }
     if (comm->rank() == 0)
       std::puts(nlohmann::json({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
                                 {"quota", o.quota}, {"wait", o.wait}, {"allreduce", o.allreduce},
                                 {"solo_rate", solo}, {"independent_ideal_s", independent_s},
+                                {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
+                                {"independent_drift", independent_s > 0 && after_s > 0
+                                                          ? after_s / independent_s - 1 : 0.0},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}})
                     .dump(2)
                     .c_str());
@@ -306,6 +324,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
   cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-solo-after", o->solo_after, "skip the stand-alone runs after the policy runs (independent_ideal_after_s, independent_drift)");
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }

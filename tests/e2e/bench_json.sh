@@ -46,4 +46,34 @@ for spec in 1=0.5 0=0 0=x x=1 0; do
 done
 ls /sys/fs/cgroup/cpu 2>/dev/null | grep -q '^dbs-bench-' && fail "a dbs-bench cgroup was left behind"
 echo "balance --quota errors ok"
+
+# balance on 2 ranks: the documented keys, the stand-alone runs before and after the policy runs,
+# and the ratios each gives (rank 1 slowed x3, so dbs must plan unequal batches).
+"${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 2 --steady-from 2 --batch 64 \
+  --train-limit 512 --test-limit 100 --solo-epochs 1 --solo-limit 256 --runs static,dbs \
+  >"$TMP/balance.json" 2>"$TMP/balance.err" || { cat "$TMP/balance.err"; fail "balance failed"; }
+python3 - "$TMP/balance.json" <<'PY' || fail "balance output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["solo_rate"]) == 2 and len(d["solo_rate_after"]) == 2, d
+assert all(v > 0 for v in d["solo_rate"] + d["solo_rate_after"]), d
+for k, rates in (("independent_ideal_s", d["solo_rate"]), ("independent_ideal_after_s", d["solo_rate_after"])):
+    assert abs(d[k] - 512 / sum(rates)) <= 1e-9 * d[k], (k, d[k], rates)
+assert abs(d["independent_drift"] - (d["independent_ideal_after_s"] / d["independent_ideal_s"] - 1)) < 1e-12
+runs = {r["run"]: r for r in d["runs"]}
+assert set(runs) == {"static", "dbs"}, runs
+for r in runs.values():
+    wall = r["epochs"][1]["wall_s"]
+    assert r["steady_epochs"] == 1 and abs(r["steady_wall_s"] - wall) < 1e-12, r
+    assert abs(r["steady_ratio_to_independent"] - wall / d["independent_ideal_s"]) < 1e-9, r
+    assert abs(r["steady_ratio_to_independent_after"] - wall / d["independent_ideal_after_s"]) < 1e-9, r
+assert runs["static"]["speedup_vs_static"] == 1.0
+assert runs["dbs"]["epochs"][1]["batch"][0] > runs["dbs"]["epochs"][1]["batch"][1], runs["dbs"]
+print("balance: independent ideal %.3f s before, %.3f s after" % (d["independent_ideal_s"], d["independent_ideal_after_s"]))
+PY
+"${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
+  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static --no-solo-after \
+  >"$TMP/balance1.json" 2>"$TMP/balance1.err" || { cat "$TMP/balance1.err"; fail "balance --no-solo-after failed"; }
+json_get "$TMP/balance1.json" "d['solo_rate_after'] == [] and d['independent_ideal_after_s'] == 0 and 'steady_ratio_to_independent_after' not in d['runs'][0]" |
+  grep -qx True || fail "--no-solo-after still ran the stand-alone runs after"
 echo "bench JSON ok"
