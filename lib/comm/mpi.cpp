@@ -25,6 +25,12 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialized = 0;
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   if (!initialized) {
+    // Open MPI's non-blocking allreduce (libnbc; what a sleeping rank's allreduce and --overlap
+    // use) picks a binomial tree for fewer than 4 ranks or in-place buffers: the root's link
+    // carries 2 (p - 1) whole gradients. The ring carries 2 (p - 1) / p of one. On the cluster
+    // bed (3 nodes, 1 Gbit/s) that made the step's allreduce 90-112 ms against 55-65 ms. A value
+    // the user set (environment, mpirun --mca) is kept; other MPIs ignore the variable.
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
     int provided = 0;
     check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     owns_ = true;
@@ -101,9 +107,16 @@ class MpiCommunicator final : public Communicator {
     const std::vector<int> n = int_counts(counts), at = displacements(n);
     std::vector<float>& mine = scratch_;
     mine.resize(counts[static_cast<std::size_t>(rank_)]);
-    check_mpi(MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
-                                 MPI_COMM_WORLD),
-              "MPI_Reduce_scatter");
+    collective(
+        "MPI_Reduce_scatter",
+        [&] {
+          return MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
+                                    MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ireduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
+                                     MPI_COMM_WORLD, r);
+        });
     std::copy(mine.begin(), mine.end(), data.begin() + at[static_cast<std::size_t>(rank_)]);
   }
 
@@ -115,9 +128,16 @@ class MpiCommunicator final : public Communicator {
       return;
     }
     const std::vector<int> n = int_counts(counts), at = displacements(n);
-    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(), at.data(),
-                             MPI_FLOAT, MPI_COMM_WORLD),
-              "MPI_Allgatherv");
+    collective(
+        "MPI_Allgatherv",
+        [&] {
+          return MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(),
+                                at.data(), MPI_FLOAT, MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(),
+                                 at.data(), MPI_FLOAT, MPI_COMM_WORLD, r);
+        });
   }
 
   // MPI_Iallreduce whatever the algorithm (the ring is blocking; the trainer refuses --overlap
@@ -146,9 +166,16 @@ class MpiCommunicator final : public Communicator {
   void allgather_bytes(const void* in, std::size_t bytes, void* out) override {
     if (bytes > max_count) throw CommError("allgather_bytes: more than INT_MAX bytes per rank");
     arrive();
-    check_mpi(
-        MPI_Allgather(in, as_int(bytes), MPI_BYTE, out, as_int(bytes), MPI_BYTE, MPI_COMM_WORLD),
-        "MPI_Allgather");
+    collective(
+        "MPI_Allgather",
+        [&] {
+          return MPI_Allgather(in, as_int(bytes), MPI_BYTE, out, as_int(bytes), MPI_BYTE,
+                               MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iallgather(in, as_int(bytes), MPI_BYTE, out, as_int(bytes), MPI_BYTE,
+                                MPI_COMM_WORLD, r);
+        });
   }
 
   void broadcast_bytes(void* data, std::size_t bytes, int root) override {
@@ -156,7 +183,11 @@ class MpiCommunicator final : public Communicator {
     arrive();
     for (std::size_t done = 0; done < bytes;) {
       const std::size_t n = std::min(bytes - done, max_count);
-      check_mpi(MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      collective(
+          "MPI_Bcast", [&] { return MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD); },
+          [&](MPI_Request* r) {
+            return MPI_Ibcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD, r);
+          });
       done += n;
     }
   }
@@ -190,6 +221,21 @@ class MpiCommunicator final : public Communicator {
     arrive_first_ = any != 0 && size_ > 1;
   }
 
+  // One collective's data movement (after arrive()): its blocking form when no rank sleeps;
+  // else its non-blocking form on every rank (blocking and non-blocking collectives do not
+  // match), which a sleeping rank polls with sleeps of at most kDataSleep instead of spinning
+  // through the transfer, and a spinning rank waits for with MPI_Wait.
+  template <typename Blocking, typename Start>
+  void collective(const char* name, Blocking blocking, Start start) {
+    if (!arrive_first_) {
+      check_mpi(blocking(), name);
+      return;
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(start(&request), name);
+    await(request, wait_, kDataSleep);
+  }
+
   // With a sleeping rank in the job: every rank joins a non-blocking barrier and waits for it
   // as wait_ says, so the collective that follows finds everyone there.
   void arrive() {
@@ -216,8 +262,13 @@ class MpiCommunicator final : public Communicator {
   void reduce(T* data, std::size_t count, MPI_Datatype type) {
     for (std::size_t done = 0; done < count;) {
       const std::size_t n = std::min(count - done, max_count);
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM, MPI_COMM_WORLD),
-                "MPI_Allreduce");
+      collective(
+          "MPI_Allreduce",
+          [&] { return MPI_Allreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM, MPI_COMM_WORLD); },
+          [&](MPI_Request* r) {
+            return MPI_Iallreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM,
+                                  MPI_COMM_WORLD, r);
+          });
       done += n;
     }
   }

@@ -35,11 +35,11 @@ Wait resolve_wait(Wait wait, int threads) {
   return automatic_wait(q ? q->cores : 0.0, threads);
 }
 
-void await(MPI_Request& request, Wait wait) {
-  await_all(std::span<MPI_Request>(&request, 1), wait);
+void await(MPI_Request& request, Wait wait, std::chrono::microseconds max_sleep) {
+  await_all(std::span<MPI_Request>(&request, 1), wait, max_sleep);
 }
 
-void await_all(std::span<MPI_Request> requests, Wait wait) {
+void await_all(std::span<MPI_Request> requests, Wait wait, std::chrono::microseconds max_sleep) {
   const int n = static_cast<int>(requests.size());
   if (wait != Wait::sleep) {
     check_mpi(MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
@@ -51,7 +51,7 @@ void await_all(std::span<MPI_Request> requests, Wait wait) {
     check_mpi(MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done) return;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, kMaxSleep);
+    pause = std::min(pause * 2, std::max(max_sleep, kMinSleep));
   }
 }
 

@@ -3,7 +3,8 @@
 # `dbs` on nodes of CPU quotas 1.0 / 0.5 / 0.25 against the ideal N / sum(v_i), where v_i is node
 # i's stand-alone throughput under its quota, measured alone on the node. Prints a Markdown table.
 #   tests/cluster/measure_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
-# DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs.
+# DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs; DBS_KEEP=DIR keeps
+# each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there.
 source "$(dirname "$0")/lib/test.bash"
 test_cluster_up >/dev/null
 common=(--model cnn --batch 128 --train-limit 768 --test-limit 128 --seed 1 --threads 1 "$@")
@@ -26,6 +27,10 @@ for policy in "${POLICIES[@]}"; do
   cp "$(node_local 1 "$DIR/local/$policy")/trace.jsonl" "$DIR/$policy.trace.jsonl"
 done
 echo "machine load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${DBS_KEEP:-}" ]; then
+  mkdir -p "$DBS_KEEP"
+  for p in "${POLICIES[@]}"; do cp "$DIR/$p.json" "$DIR/$p.trace.jsonl" "$DBS_KEEP/"; done
+fi
 python3 - "$(IFS=,; echo "${POLICIES[*]}")" "$DIR" "${v[@]}" <<'PY'
 import json, sys
 policies, d = sys.argv[1].split(","), sys.argv[2]
