@@ -107,16 +107,12 @@ class MpiCommunicator final : public Communicator {
     const std::vector<int> n = int_counts(counts), at = displacements(n);
     std::vector<float>& mine = scratch_;
     mine.resize(counts[static_cast<std::size_t>(rank_)]);
-    collective(
-        "MPI_Reduce_scatter",
-        [&] {
-          return MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
-                                    MPI_COMM_WORLD);
-        },
-        [&](MPI_Request* r) {
-          return MPI_Ireduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
-                                     MPI_COMM_WORLD, r);
-        });
+    // Blocking even when a rank sleeps: Open MPI's non-blocking reduce-scatter reduces the whole
+    // buffer to one root and scatters it, which made the sharded step 1.9x slower over the
+    // cluster bed's 200 Mbit/s link (7.28 s per epoch against 3.83 s plain).
+    check_mpi(MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
+                                 MPI_COMM_WORLD),
+              "MPI_Reduce_scatter");
     std::copy(mine.begin(), mine.end(), data.begin() + at[static_cast<std::size_t>(rank_)]);
   }
 
@@ -128,16 +124,9 @@ class MpiCommunicator final : public Communicator {
       return;
     }
     const std::vector<int> n = int_counts(counts), at = displacements(n);
-    collective(
-        "MPI_Allgatherv",
-        [&] {
-          return MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(),
-                                at.data(), MPI_FLOAT, MPI_COMM_WORLD);
-        },
-        [&](MPI_Request* r) {
-          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(),
-                                 at.data(), MPI_FLOAT, MPI_COMM_WORLD, r);
-        });
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), n.data(), at.data(),
+                             MPI_FLOAT, MPI_COMM_WORLD),
+              "MPI_Allgatherv");
   }
 
   // MPI_Iallreduce whatever the algorithm (the ring is blocking; the trainer refuses --overlap

@@ -7,11 +7,11 @@
 //          data moves in the collective's non-blocking form, polled the same way with sleeps of
 //          at most kDataSleep. A blocking collective would spin for the whole transfer: over a
 //          1 Gbit/s link that cost the 0.25-core node of the cluster bed 38 ms of CPU per step
-//          (README). Costs one barrier and up to kMaxSleep of latency per collective.
+//          (README). Costs one barrier and up to kMaxSleep of latency per collective. The
+//          sharded update's reduce-scatter and allgather stay blocking (lib/comm/mpi.cpp).
 //   auto:  sleep on a rank whose cgroup's CPU quota (read_cpu_quota) is below its thread count,
 //          spin elsewhere. A rank whose quota covers all its threads cannot be throttled for
-//          spinning (one waiting thread uses at most one core), and over TCP sleeping was
-//          measured 1.46x slower (README, the 200 Mbit/s link).
+//          spinning (one waiting thread uses at most one core).
 // The barrier is a collective, so it runs on every rank as soon as any rank sleeps; a spinning
 // rank then waits for it with MPI_Wait.
 #pragma once
