@@ -31,7 +31,8 @@ struct Plan {
 // Step times of one rank at one local batch size, for the cost model t(b) = alpha + beta * b
 // (lib/policy/cost.h). A step's work time is everything the rank does between two gradient
 // allreduces: gathering its slice, forward + backward (+ injected slowdown), the optimizer
-// update; waiting in the allreduce is not work.
+// update; waiting in the allreduce is not work. On a rank held to a CPU quota below its threads,
+// at least that work's CPU time divided by the quota (lib/train/epoch.cpp).
 struct CostPoint {
   int batch = 0;              // local batch size b of these steps (0 = no point)
   std::int64_t steps = 0;     // steps measured at b

@@ -10,7 +10,12 @@
 // are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
 // A step's work time is the rank's own time between two allreduces (policy::CostPoint): the
-// previous step's optimizer update, gathering its slice and compute.
+// previous step's optimizer update, gathering its slice and compute. On a rank whose cgroup's
+// CPU quota is below its threads it is the larger of that and the process CPU time of that work
+// divided by the quota (in cores): the step's time at the rate the quota sustains. Such a rank
+// given little work waits long enough between steps for its quota to refill and runs each step
+// at full speed; given more, it is throttled. Its wall work time is then a staircase in its batch
+// that made the plan swing between the two (README, three ranks under quotas).
 // With the sharded update (Config::update) the buffer's tail is allreduced on its own, the
 // gradient sums are reduce-scattered in the plan's slices (shard_counts), each rank updates its
 // slice, and the parameters are allgathered: the ring's two halves with the update between them.
@@ -29,6 +34,7 @@
 #include "lib/policy/cost.h"
 #include "lib/data/sampler.h"
 #include "lib/nn/kernels.h"
+#include "lib/nn/threads.h"
 #include "lib/policy/steps.h"
 #include "lib/train/state.h"
 #include "lib/train/stop.h"
@@ -161,7 +167,14 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
   tm = EpochTiming{};
   const std::optional<CpuQuota> quota0 = read_cpu_quota();
   const double process_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-  double update_s = 0;  // wall seconds of the previous step's optimizer update
+  // Cores of the quota when it is below the rank's threads (work times at its sustained rate).
+  const int threads = cfg.threads > 0 ? cfg.threads : nn::available_threads();
+  const double held_to = quota0 && quota0->cores > 0 && quota0->cores + 1e-6 < threads ? quota0->cores : 0.0;
+  const auto sustained = [held_to](double wall_s, double cpu_s) {
+    return held_to > 0 ? std::max(wall_s, cpu_s / held_to) : wall_s;
+  };
+  double update_s = 0;    // wall seconds of the previous step's optimizer update
+  double update_cpu = 0;  // its process CPU seconds
   std::int64_t window_start = first_step;  // first step since the last re-plan
   const double wall_before = es.wall_s;
   Progress progress(rank == 0 && cfg.progress, epoch, steps);
@@ -174,6 +187,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const std::vector<int> split = policy::step_batch(st.planner->plan(), gn);
     const int lb = split[static_cast<std::size_t>(rank)];
     const int lo = std::accumulate(split.begin(), split.begin() + rank, 0);
+    const double work_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     const PhaseClock gather;
     for (int j = 0; j < lb; ++j) {
       const std::int64_t idx = perm[static_cast<std::size_t>(g0 + lo + j)];
@@ -208,7 +222,9 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     const double compute_s = cw.seconds();
     compute.stop(tm.compute);
     tm.sleep_s += std::max(0.0, extra);
-    const double work_s = update_s + gather_s + compute_s;  // update of the step before
+    const double work_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - work_cpu0;  // gather + compute
+    // The update of the step before, gathering and compute (sleep included).
+    const double work_s = sustained(update_s + gather_s + compute_s, update_cpu + work_cpu);
     buf[P] = static_cast<float>(lb);
     buf[P + 1] = static_cast<float>(loss);
     buf[P + 2] = stop_signal() != 0 ? 1.0f : 0.0f;
@@ -231,10 +247,12 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
       const std::size_t begin = shard_begin(counts, rank);
       const PhaseClock update;
+      const double update_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
       st.optimizer->step_range(st.model->params(), std::span<const float>(buf.data(), P), lr,
                                1.0 / static_cast<double>(buf[P]), begin,
                                begin + counts[static_cast<std::size_t>(rank)]);
       update_s = update.stop(tm.update);
+      update_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - update_cpu0;
       const PhaseClock share;
       st.comm.allgather_segments(st.model->params(), counts);
       es.report.comm_s += share.stop(tm.allreduce);
@@ -249,9 +267,11 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
       es.report.comm_s += reduce.stop(tm.allreduce);
       DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
       const PhaseClock update;
+      const double update_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
       st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr,
                          1.0 / static_cast<double>(buf[P]));
       update_s = update.stop(tm.update);
+      update_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - update_cpu0;
     }
 
     es.loss_sum += static_cast<double>(buf[P + 1]);
@@ -259,7 +279,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     es.report.samples += lb;
     es.report.compute_s += compute_s;
     if (lb > 0 && compute_s > 0) my_rates.emplace_back(lb / compute_s, 1);
-    my_work.emplace_back(lb, gather_s + compute_s + update_s);
+    my_work.emplace_back(lb, sustained(gather_s + compute_s + update_s, work_cpu + update_cpu));
     if (replans) {
       history.time.insert(history.time.end(), time_slot, time_slot + world);
       history.count.insert(history.count.end(), count_slot, count_slot + world);
