@@ -1,10 +1,12 @@
 # A 2-rank DBS job with rank 1 disturbed x3 from epoch 2: every plan keeps the global batch; the
-# plan made from epoch 2, which ran at 64/64, splits near 3:1: b1 in [24, 34], b0:b1 from 2.8 to
-# 4.3 (96/32 nominal; the sleep measures 3.3x to 3.7x on the 2-core development machine, so b1
-# was 27 to 30; a x2 slowdown gives b1 36 to 38 there, 43 nominal). The plans made from later
-# epochs give rank 1 less than rank 0; only the first is held to 3:1 because lenet's per-sample
-# time grows with the batch (by up to 1.8x between batch 30 and 100 here), so a rate measured at
-# another batch is not the rate at 64. The trace holds the documented records.
+# plan made from epoch 2, which ran at 64/64, follows the rates it was made from (b1 within 3
+# samples of 128 * r1 / (r0 + r1)) and splits near 3:1: b1 in [24, 40], b0:b1 from 2.2 to 4.3
+# (96/32 nominal; the sleep measured 3.3x to 3.7x on the 2-core development machine, so b1 was 27
+# to 30; 2.67x on a CI machine, b1 35; 35 to 37 here beside a process spinning on one core; a x2
+# slowdown gives b1 43 nominal, outside). The plans
+# made from later epochs give rank 1 less than rank 0; only the first is held to 3:1 because
+# lenet's per-sample time grows with the batch (by up to 1.8x between batch 30 and 100 here), so a
+# rate measured at another batch is not the rate at 64. The trace holds the documented records.
 source "$(dirname "$0")/common.bash"
 "${MPIRUN[@]}" -np 2 "$AGENT" --model lenet --epochs 4 --train-limit 3000 --test-limit 500 \
   --threads 1 --no-progress --disturb rank=1,factor=3,from=2 --trace "$TMP/t.jsonl" \
@@ -24,7 +26,10 @@ assert all(sum(p["batch"]) == 128 == p["global_batch"] for p in plans)
 assert all(p["offset"] == [0, p["batch"][0]] for p in plans)
 late = [p for p in plans if p["epoch"] >= 3]
 assert len(late) == 3 and all(p["batch"][1] < p["batch"][0] for p in late), late
-assert 24 <= late[0]["batch"][1] <= 34, ("the plan from epoch 2 is not near 96/32", late[0])
+first = late[0]
+r0, r1 = first["throughput"]
+assert abs(first["batch"][1] - 128 * r1 / (r0 + r1)) <= 3, ("the plan does not follow its rates", first)
+assert 24 <= first["batch"][1] <= 40, ("the plan from epoch 2 is not near 96/32", first)
 assert {d["epoch"] for d in kinds["disturbance"]} == {2, 3, 4}
 for r in kinds["rank"]:
     for k in ("batch", "samples", "compute_s", "comm_s", "throughput", "host"):
