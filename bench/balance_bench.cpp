@@ -11,7 +11,12 @@
 // split of the data would take with every rank at its stand-alone speed. The stand-alone runs
 // are made again after the policy runs (unless --no-solo-after): independent_ideal_after_s, and
 // independent_drift = after / before - 1, say how much the machine's speed moved meanwhile (a
-// shared VM's cores do: the ratios to the ideal are only as good as that).
+// shared VM's cores do: the ratios to the ideal are only as good as that). Unless
+// --no-solo-between, they are made between the policy runs too, so that each run is bracketed by
+// the stand-alone runs just before and just after it: its bracket ideal is the mean of those two
+// ideals (steady_ratio_to_bracket), its bracket_drift how far they differ. The whole-benchmark
+// ideals compare a run with rates measured minutes away from it; on this VM those moved by up to
+// 22% on one rank between the first and the last stand-alone run.
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +59,7 @@ struct BalanceOptions {
   int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
   bool solo_after = true;                     // stand-alone runs after the policy runs as well
+  bool solo_between = true;                   // and between the policy runs
   std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
   std::string data_dir = data::kDefaultDataDir;
 };
@@ -265,33 +271,57 @@ int run_balance(const BalanceOptions& o) {
   comm->set_threads(limit.threads());
   try {
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
-    const std::vector<double> solo = o.solo_epochs > 0 ? solo_rates(o, *comm, data)
-                                                       : std::vector<double>{};
-    nlohmann::json runs = nlohmann::json::array();
-    for (const auto& run : o.runs) runs.push_back(one_run(o, run, *comm, data));
-    const std::vector<double> after = o.solo_epochs > 0 && o.solo_after
-                                          ? solo_rates(o, *comm, data)
-                                          : std::vector<double>{};
     const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
-    const double independent_s = ideal_of(solo, n), after_s = ideal_of(after, n);
+    // Stand-alone rounds: before the first run, between runs (--solo-between), after the last
+    // (--solo-after). rounds[before[i]] came just before run i; rounds[before[i] + 1], if made,
+    // just after it.
+    const bool solo = o.solo_epochs > 0;
+    std::vector<std::vector<double>> rounds;
+    std::vector<std::size_t> before;
+    nlohmann::json runs = nlohmann::json::array(), round_list = nlohmann::json::array();
+    auto round = [&](const std::string& after_run) {
+      rounds.push_back(solo_rates(o, *comm, data));
+      round_list.push_back({{"after_run", after_run}, {"solo_rate", rounds.back()},
+                            {"independent_ideal_s", ideal_of(rounds.back(), n)}});
+    };
+    if (solo) round("");
+    for (std::size_t i = 0; i < o.runs.size(); ++i) {
+      before.push_back(rounds.size() - 1);  // wraps when !solo: not read then
+      runs.push_back(one_run(o, o.runs[i], *comm, data));
+      const bool last = i + 1 == o.runs.size();
+      if (solo && (last ? o.solo_after : o.solo_between)) round(o.runs[i]);
+    }
+    const bool after_all = solo && o.solo_after;
+    const std::vector<double> first = solo ? rounds.front() : std::vector<double>{};
+    const std::vector<double> after = after_all ? rounds.back() : std::vector<double>{};
+    const double independent_s = ideal_of(first, n), after_s = ideal_of(after, n);
     double static_wall = 0;
     for (const auto& r : runs)
       if (r["run"] == "static") static_wall = r["steady_wall_s"].get<double>();
-    for (auto& r : runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      auto& r = runs[i];
       const double wall = r["steady_wall_s"].get<double>(), steady = r["steady_epochs"].get<int>();
       r["speedup_vs_static"] = static_wall > 0 ? static_wall / wall : 0.0;
       r["steady_ratio_to_independent"] = independent_s > 0 ? wall / (independent_s * steady) : 0.0;
       if (after_s > 0) r["steady_ratio_to_independent_after"] = wall / (after_s * steady);
+      if (solo && before[i] + 1 < rounds.size()) {
+        const double b = ideal_of(rounds[before[i]], n), a = ideal_of(rounds[before[i] + 1], n);
+        const double bracket = (a + b) / 2;
+        r["bracket_ideal_s"] = {b, a};
+        r["bracket_drift"] = b > 0 ? a / b - 1 : 0.0;
+        r["steady_ratio_to_bracket"] = bracket > 0 ? wall / (bracket * steady) : 0.0;
+      }
     }
     if (comm->rank() == 0)
       std::puts(nlohmann::json({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
                                 {"quota", o.quota}, {"wait", o.wait}, {"allreduce", o.allreduce},
-                                {"solo_rate", solo}, {"independent_ideal_s", independent_s},
+                                {"solo_rate", first}, {"independent_ideal_s", independent_s},
                                 {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
                                 {"independent_drift", independent_s > 0 && after_s > 0
                                                           ? after_s / independent_s - 1 : 0.0},
+                                {"solo_rounds", round_list},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}})
                     .dump(2)
                     .c_str());
@@ -325,6 +355,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("!--no-solo-after", o->solo_after, "skip the stand-alone runs after the policy runs (independent_ideal_after_s, independent_drift)");
+  cmd->add_flag("!--no-solo-between", o->solo_between, "skip the stand-alone runs between the policy runs (each run's bracket_ideal_s, bracket_drift, steady_ratio_to_bracket)");
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }

@@ -67,13 +67,25 @@ for r in runs.values():
     assert r["steady_epochs"] == 1 and abs(r["steady_wall_s"] - wall) < 1e-12, r
     assert abs(r["steady_ratio_to_independent"] - wall / d["independent_ideal_s"]) < 1e-9, r
     assert abs(r["steady_ratio_to_independent_after"] - wall / d["independent_ideal_after_s"]) < 1e-9, r
+# Three stand-alone rounds: before static, between the runs, after dbs; each run is bracketed.
+rounds = d["solo_rounds"]
+assert [r["after_run"] for r in rounds] == ["", "static", "dbs"], rounds
+assert rounds[0]["solo_rate"] == d["solo_rate"] and rounds[2]["solo_rate"] == d["solo_rate_after"], rounds
+for k, name in enumerate(("static", "dbs")):
+    r, b, a = runs[name], rounds[k]["independent_ideal_s"], rounds[k + 1]["independent_ideal_s"]
+    assert abs(b - 512 / sum(rounds[k]["solo_rate"])) <= 1e-9 * b, rounds[k]
+    assert r["bracket_ideal_s"] == [b, a], (r, rounds)
+    assert abs(r["bracket_drift"] - (a / b - 1)) < 1e-12, r
+    assert abs(r["steady_ratio_to_bracket"] - r["epochs"][1]["wall_s"] / ((a + b) / 2)) < 1e-9, r
 assert runs["static"]["speedup_vs_static"] == 1.0
 assert runs["dbs"]["epochs"][1]["batch"][0] > runs["dbs"]["epochs"][1]["batch"][1], runs["dbs"]
 print("balance: independent ideal %.3f s before, %.3f s after" % (d["independent_ideal_s"], d["independent_ideal_after_s"]))
 PY
 "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
-  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static --no-solo-after \
+  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static,dbs --no-solo-after --no-solo-between \
   >"$TMP/balance1.json" 2>"$TMP/balance1.err" || { cat "$TMP/balance1.err"; fail "balance --no-solo-after failed"; }
 json_get "$TMP/balance1.json" "d['solo_rate_after'] == [] and d['independent_ideal_after_s'] == 0 and 'steady_ratio_to_independent_after' not in d['runs'][0]" |
   grep -qx True || fail "--no-solo-after still ran the stand-alone runs after"
+json_get "$TMP/balance1.json" "len(d['solo_rounds']) == 1 and all('bracket_ideal_s' not in r for r in d['runs'])" |
+  grep -qx True || fail "--no-solo-between still ran the stand-alone runs between"
 echo "bench JSON ok"
