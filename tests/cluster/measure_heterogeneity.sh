@@ -4,16 +4,45 @@
 # i's stand-alone throughput under its quota, measured alone on the node. Prints a Markdown table.
 #   tests/cluster/measure_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
 # DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs; DBS_KEEP=DIR keeps
-# each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there.
+# each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there. A `--disturb
+# rank=R,...` among the options slows node R+1's stand-alone run as well (there it is rank 0,
+# disturbed from its first epoch to its last, as in dbs-bench balance's stand-alone runs), so
+# that the ideal is what the disturbed nodes can do; e.g. the sleep case on full-core nodes:
+#   DBS_CLUSTER_QUOTAS=1.0 tests/cluster/measure_heterogeneity.sh --disturb rank=1,factor=2 \
+#     --disturb rank=2,factor=4
 source "$(dirname "$0")/lib/test.bash"
 test_cluster_up >/dev/null
 common=(--model cnn --batch 128 --train-limit 768 --test-limit 128 --seed 1 --threads 1 "$@")
 EPOCHS=${DBS_EPOCHS:-5}
 echo "machine load at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+# alone_args R OPTIONS...: OPTIONS for rank R's stand-alone run, one per line: the --disturb
+# specs of rank R as rank 0's, active throughout; those of other ranks dropped.
+alone_args() {
+  python3 - "$@" <<'PY'
+import sys
+rank, args, out, i = sys.argv[1], sys.argv[2:], [], 0
+while i < len(args):
+    a = args[i]
+    if a == "--disturb" or a.startswith("--disturb="):
+        spec = a.split("=", 1)[1] if a != "--disturb" else (args[i + 1] if i + 1 < len(args) else "")
+        i += 1 if a != "--disturb" else 2
+        kv = [item.split("=", 1) for item in spec.split(",")]
+        if any(len(x) != 2 for x in kv):
+            out += ["--disturb", spec]  # malformed: the agent names it
+        elif dict(kv).get("rank") == rank:
+            out += ["--disturb", ",".join("=".join(x) for x in [["rank", "0"]] +
+                                           [x for x in kv if x[0] not in ("rank", "from", "to")])]
+        continue
+    out.append(a)
+    i += 1
+print("\n".join(out))
+PY
+}
 v=()
 for k in $(seq "$NODES"); do
   out=$DIR/local/alone$k
-  srun -N1 -w "node$k" --mpi=pmix "$AGENT" "${common[@]}" --epochs 2 --policy static \
+  mapfile -t alone < <(alone_args "$((k - 1))" "${common[@]}")
+  srun -N1 -w "node$k" --mpi=pmix "$AGENT" "${alone[@]}" --epochs 2 --policy static \
     --summary "$out/summary.json" >"$DIR/alone$k.log" 2>&1 || { cat "$DIR/alone$k.log"; fail "node$k alone"; }
   v+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epochs"][-1]["images_per_s"])' \
     "$(node_local "$k" "$out")/summary.json")")
