@@ -76,7 +76,8 @@ cluster_kill_cgroup() {
   local cg=$1 i
   [ -f "$cg/cgroup.procs" ] || return 0
   for i in $(seq 50); do
-    [ -s "$cg/cgroup.procs" ] || return 0
+    # Read, not `[ -s ]`: cgroupfs files have size 0 whatever they hold.
+    [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] || return 0
     xargs -r kill -9 <"$cg/cgroup.procs" 2>/dev/null
     sleep 0.1
   done
