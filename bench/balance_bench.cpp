@@ -38,6 +38,7 @@
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
+#include "lib/policy/policy.h"
 #include "lib/train/trainer.h"
 
 namespace dbs::bench {
@@ -97,6 +98,9 @@ void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
   comm.broadcast_bytes(&launcher, sizeof launcher, 0);
   char error[256] = {};
   try {
+    if (const int n = CpuCgroup::remove_leftovers("dbs-bench-"); n > 0)
+      log::warn("removed " + std::to_string(n) +
+                " CPU cgroup(s) left by an earlier killed or aborted run");
     const auto q = quotas.find(comm.rank());
     group.emplace("dbs-bench-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
                   q == quotas.end() ? 0.0 : q->second);
@@ -173,6 +177,21 @@ std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm
   return rates;
 }
 
+// --runs splits its list at commas, which also cuts "fixed:195,61" into "fixed:195" and "61": an
+// entry that starts with a digit continues the fixed: entry before it ("61+sharded" too).
+std::vector<std::string> join_fixed_sizes(const std::vector<std::string>& entries) {
+  std::vector<std::string> runs;
+  for (const std::string& e : entries) {
+    const bool size = !e.empty() && e[0] >= '0' && e[0] <= '9';
+    if (size && !runs.empty() && runs.back().starts_with("fixed:") &&
+        runs.back().find('+') == std::string::npos && runs.back().find('@') == std::string::npos)
+      runs.back() += "," + e;
+    else
+      runs.push_back(e);
+  }
+  return runs;
+}
+
 // The config of one --runs entry: POLICY[@K][+sharded|+overlap]. Throws ConfigError naming the
 // entry when it cannot run (checked for every entry before the first run starts).
 train::Config run_config(const BalanceOptions& o, const std::string& run) {
@@ -235,7 +254,9 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
           {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
 }
 
-int run_balance(const BalanceOptions& o) {
+int run_balance(const BalanceOptions& given) {
+  BalanceOptions o = given;
+  o.runs = join_fixed_sizes(given.runs);
   try {  // every run's config, before anything runs
     for (const auto& run : o.runs) run_config(o, run);
   } catch (const ConfigError& e) {
@@ -257,6 +278,15 @@ int run_balance(const BalanceOptions& o) {
   std::optional<CpuCgroup> group;
   {
     auto setup = comm::make_mpi(comm::Algorithm::mpi, comm::Wait::spin);
+    for (const auto& run : o.runs) {  // each policy for this world size, before the minutes of runs
+      try {
+        policy::make_policy(train::settings_of(run_config(o, run), o.train_limit), setup->size());
+      } catch (const ConfigError& e) {
+        if (setup->rank() == 0)
+          cli::fail("dbs-bench balance", "--runs " + run + ": " + e.what(), cli::usage_error);
+        return cli::usage_error;
+      }
+    }
     try {
       const std::map<int, double> quotas = parse_quotas(o.quota, setup->size());
       if (!quotas.empty()) enter_cgroup(quotas, *setup, group);

@@ -2,8 +2,8 @@
 // (dbs-bench balance --quota). cgroup v1 (the cpu controller mounted at /sys/fs/cgroup/cpu) or
 // cgroup v2 (cpu.max, when the parent enables the cpu controller). The group is created under
 // the cgroup the process is in, named by the caller; the destructor moves the process back and
-// removes the group, so nothing is left behind unless the process is killed (the experiment
-// script removes leftovers by name then).
+// removes the group, so nothing is left behind unless the process is killed or aborted (then
+// remove_leftovers, at the next start, or the experiment script removes them by name).
 #pragma once
 
 #include <string>
@@ -23,6 +23,10 @@ class CpuCgroup {
   CpuCgroup& operator=(const CpuCgroup&) = delete;
 
   const std::string& path() const { return dir_; }
+
+  // Removes the empty groups named PREFIX<pid>-rank<r> beside this process's cgroup whose <pid>
+  // (the launcher that named them) is gone: what a killed or aborted run left. Returns how many.
+  static int remove_leftovers(const std::string& prefix);
 
  private:
   std::string parent_;  // the cgroup directory the process came from

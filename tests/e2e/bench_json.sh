@@ -47,6 +47,34 @@ done
 ls /sys/fs/cgroup/cpu 2>/dev/null | grep -q '^dbs-bench-' && fail "a dbs-bench cgroup was left behind"
 echo "balance --quota errors ok"
 
+# balance --quota for real, where this machine lets us make cgroups (cgroup v1's cpu controller,
+# as root): rank 1 held to half a core (its trace says so, rank 0's says no quota), and the
+# groups an aborted run left (named after a launcher that is gone) are removed at the next start,
+# a live launcher's kept.
+CG=/sys/fs/cgroup/cpu
+if [ "$(id -u)" = 0 ] && [ -w "$CG/cgroup.procs" ] && [ -e "$CG/cpu.cfs_quota_us" ]; then
+  sleep 0 & gone=$!; wait "$gone"
+  mkdir "$CG/dbs-bench-$gone-rank1" "$CG/dbs-bench-$$-rank7"
+  trap 'rmdir "$CG/dbs-bench-$$-rank7" "$CG/dbs-bench-$gone-rank1" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+  "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
+    --test-limit 64 --solo-epochs 0 --runs static --quota 1=0.5 --trace-dir "$TMP/qtr" \
+    >"$TMP/quota.json" 2>"$TMP/quota.err" || { cat "$TMP/quota.err"; fail "balance --quota 1=0.5 failed"; }
+  grep -q "removed 1 CPU cgroup(s) left by an earlier killed or aborted run" "$TMP/quota.err" ||
+    fail "the leftover group was not reported: $(cat "$TMP/quota.err")"
+  [ -d "$CG/dbs-bench-$gone-rank1" ] && fail "the leftover group of a gone launcher was kept"
+  [ -d "$CG/dbs-bench-$$-rank7" ] || fail "a live launcher's group was removed"
+  rmdir "$CG/dbs-bench-$$-rank7"
+  python3 - "$TMP/qtr/static.jsonl" <<'PY' || fail "quota in the trace"
+import json, sys
+q = {d["rank"]: d["quota_cores"] for d in map(json.loads, open(sys.argv[1])) if d["type"] == "timing"}
+assert q == {0: 0.0, 1: 0.5}, q
+PY
+  ls "$CG" | grep -q '^dbs-bench-' && fail "balance --quota left a cgroup behind: $(ls "$CG" | grep '^dbs-bench-')"
+  echo "balance --quota 1=0.5 ok: rank 1 at half a core, leftovers removed"
+else
+  echo "skip: balance --quota for real needs root and cgroup v1's cpu controller at $CG (not here)"
+fi
+
 # balance on 2 ranks: the documented keys, the stand-alone runs before and after the policy runs,
 # and the ratios each gives (rank 1 slowed x3, so dbs must plan unequal batches).
 "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 2 --steady-from 2 --batch 64 \
@@ -82,8 +110,14 @@ assert runs["dbs"]["epochs"][1]["batch"][0] > runs["dbs"]["epochs"][1]["batch"][
 print("balance: independent ideal %.3f s before, %.3f s after" % (d["independent_ideal_s"], d["independent_ideal_after_s"]))
 PY
 "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
-  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static,dbs --no-solo-after --no-solo-between \
+  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static,dbs,fixed:40,24 --no-solo-after --no-solo-between \
   >"$TMP/balance1.json" 2>"$TMP/balance1.err" || { cat "$TMP/balance1.err"; fail "balance --no-solo-after failed"; }
+# --runs splits at commas; a fixed: entry keeps its sizes.
+json_get "$TMP/balance1.json" "[(r['run'], r['epochs'][0]['batch']) for r in d['runs']][2]" |
+  grep -qx "('fixed:40,24', \[40, 24\])" || fail "--runs fixed:40,24 did not run the plan 40/24"
+# A policy that does not fit the world size is refused before any run (rank 0 names it).
+expect_fail "--runs fixed:40: policy 'fixed:40': 1 sizes for 2 ranks" \
+  "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 --runs static,fixed:40
 json_get "$TMP/balance1.json" "d['solo_rate_after'] == [] and d['independent_ideal_after_s'] == 0 and 'steady_ratio_to_independent_after' not in d['runs'][0]" |
   grep -qx True || fail "--no-solo-after still ran the stand-alone runs after"
 json_get "$TMP/balance1.json" "len(d['solo_rounds']) == 1 and all('bracket_ideal_s' not in r for r in d['runs'])" |
