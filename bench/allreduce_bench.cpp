@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "lib/comm/mpi.h"
 #include "lib/comm/ring.h"
@@ -82,7 +83,7 @@ void add_allreduce_command(CLI::App& app, Action& action) {
       app, action, "allreduce", "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)", o,
       run_allreduce);
   cmd->add_option("--sizes", o->sizes, "message sizes in floats")->delimiter(',')->capture_default_str();
-  cmd->add_option("--reps", o->reps, "timed calls per size and method")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--reps", o->reps, "timed calls per size and method")->capture_default_str()->check(dbs::cli::above(0));
 }
 
 }  // namespace dbs::bench

@@ -278,17 +278,31 @@ int run_balance(const BalanceOptions& given) {
   std::optional<CpuCgroup> group;
   {
     auto setup = comm::make_mpi(comm::Algorithm::mpi, comm::Wait::spin);
-    for (const auto& run : o.runs) {  // each policy for this world size, before the minutes of runs
+    std::map<int, double> quotas;
+    try {
+      quotas = parse_quotas(o.quota, setup->size());
+    } catch (const std::exception& e) {
+      if (setup->rank() == 0) log::error(e.what());
+      return 1;
+    }
+    for (const auto& run : o.runs) {  // each run for this world size, before the minutes of runs
+      const train::Config c = run_config(o, run);
+      std::string error;
       try {
-        policy::make_policy(train::settings_of(run_config(o, run), o.train_limit), setup->size());
+        policy::make_policy(train::settings_of(c, o.train_limit), setup->size());
       } catch (const ConfigError& e) {
-        if (setup->rank() == 0)
-          cli::fail("dbs-bench balance", "--runs " + run + ": " + e.what(), cli::usage_error);
-        return cli::usage_error;
+        error = "--runs " + run + ": " + e.what();
       }
+      try {  // --batch, --disturb, ... for this world size: not an entry's fault
+        if (error.empty()) train::validate(c, setup->size(), o.train_limit == 0 ? 1 : o.train_limit);
+      } catch (const ConfigError& e) {
+        error = e.what();
+      }
+      if (error.empty()) continue;
+      if (setup->rank() == 0) cli::fail("dbs-bench balance", error, cli::usage_error);
+      return cli::usage_error;
     }
     try {
-      const std::map<int, double> quotas = parse_quotas(o.quota, setup->size());
       if (!quotas.empty()) enter_cgroup(quotas, *setup, group);
     } catch (const std::exception& e) {
       if (setup->rank() == 0) log::error(e.what());
@@ -371,9 +385,9 @@ void add_balance_command(CLI::App& app, Action& action) {
       app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun)",
       o, run_balance);
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", o->batch, "global batch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--epochs", o->epochs, "epochs per run")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--batch", o->batch, "global batch")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--epochs", o->epochs, "epochs per run")->capture_default_str()->check(dbs::cli::above(0));
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
@@ -382,8 +396,8 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
   cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
-  cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(dbs::cli::at_least(0));
+  cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(dbs::cli::above(0));
   cmd->add_flag("!--no-solo-after", o->solo_after, "skip the stand-alone runs after the policy runs (independent_ideal_after_s, independent_drift)");
   cmd->add_flag("!--no-solo-between", o->solo_between, "skip the stand-alone runs between the policy runs (each run's bracket_ideal_s, bracket_drift, steady_ratio_to_bracket)");
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "lib/filter/dbscan.h"
 #include "lib/filter/pca.h"
@@ -127,14 +128,14 @@ void add_filter_command(CLI::App& app, Action& action) {
                                  return 0;
                                });
   cmd->add_option("--points", o->points, "t-SNE points")->capture_default_str()->check(CLI::Range(4, 10000000));
-  cmd->add_option("--dims", o->dims, "t-SNE input dimensions")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--dims", o->dims, "t-SNE input dimensions")->capture_default_str()->check(dbs::cli::above(0));
   cmd->add_option("--pca-dims", o->pca_dims, "PCA dimensions before t-SNE (0 = none)")->capture_default_str();
-  cmd->add_option("--iterations", o->tsne.iterations, "t-SNE gradient steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--perplexity", o->tsne.perplexity, "t-SNE perplexity")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--theta", o->tsne.theta, "Barnes-Hut accuracy (0 = exact)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations", o->tsne.iterations, "t-SNE gradient steps")->capture_default_str()->check(dbs::cli::at_least(0));
+  cmd->add_option("--perplexity", o->tsne.perplexity, "t-SNE perplexity")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--theta", o->tsne.theta, "Barnes-Hut accuracy (0 = exact)")->capture_default_str()->check(dbs::cli::at_least(0));
   cmd->add_option("--dbscan-points", o->dbscan_points, "DBSCAN points")->capture_default_str()->check(CLI::Range(2, 100000000));
-  cmd->add_option("--min-samples", o->min_samples, "DBSCAN core threshold")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", o->threads, "TBB threads (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-samples", o->min_samples, "DBSCAN core threshold")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--threads", o->threads, "TBB threads (0 = all)")->capture_default_str()->check(dbs::cli::at_least(0));
   cmd->add_option("--seed", o->seed, "data and t-SNE seed")->capture_default_str();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "lib/common/timer.h"
 
@@ -84,7 +85,7 @@ void add_peak_command(CLI::App& app, Action& action) {
                                  std::puts(nlohmann::json({{"bench", "peak"}, {"gflops_per_core", g}}).dump(2).c_str());
                                  return 0;
                                });
-  cmd->add_option("--seconds", *seconds, "measuring time")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", *seconds, "measuring time")->capture_default_str()->check(dbs::cli::above(0));
 }
 
 }  // namespace dbs::bench

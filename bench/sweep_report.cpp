@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "bench/sweep.h"
 #include "lib/chart/chart.h"
@@ -170,7 +171,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
       "machine cannot hold predicted by the replay simulator fitted on the measured ones.\n"
       "Example: dbs-bench sweep --ranks 1,2 --threads 1,2 --batch 128,256,512,1024 "
       "--out sweep.jsonl --html sweep.html");
-  const auto positive = CLI::PositiveNumber;
+  const auto positive = dbs::cli::above(0);
   cmd->add_option("--ranks", o->ranks, "ranks (mpirun -np)")->delimiter(',')->check(positive)->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads per rank")->delimiter(',')->check(positive)->capture_default_str();
   cmd->add_option("--batch", o->batches, "global batch sizes (per rank with --per-rank)")->delimiter(',')->check(positive)->capture_default_str();
@@ -179,13 +180,13 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--epochs", o->epochs, "epochs per cell (the median is reported)")->check(positive)->capture_default_str();
   cmd->add_option("--train-limit", o->train_limit, "training samples")->check(positive)->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->check(positive)->capture_default_str();
-  cmd->add_option("--lr", o->lr, "learning rate (default: the agent's)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lr", o->lr, "learning rate (default: the agent's)")->check(dbs::cli::at_least(0));
   cmd->add_flag("--lr-per-rank", o->lr_per_rank, "learning rate x ranks");
   cmd->add_option("--agent", o->agent, "dbs-agent (default: the one of this build)");
   cmd->add_option("--mpirun", o->mpirun, "the launcher, split on spaces")->capture_default_str();
   cmd->add_option("--agent-args", o->agent_args, "more dbs-agent options, split on spaces");
   cmd->add_option("--predict-workers", o->predict_workers, "workers to predict")->delimiter(',')->check(positive)->capture_default_str();
-  cmd->add_option("--latency", o->latency_s, "allreduce latency per message, seconds (fixed in the fit)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--latency", o->latency_s, "allreduce latency per message, seconds (fixed in the fit)")->check(dbs::cli::at_least(0))->capture_default_str();
   cmd->add_option("--work-dir", o->work_dir, "the cells' summaries and logs (default TMPDIR/dbs-sweep)");
   cmd->add_option("--out", o->out, "write one JSON record per cell here (JSONL)");
   cmd->add_option("--html", o->html, "write the page here");

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "lib/common/timer.h"
 #include "lib/nn/model.h"
@@ -137,10 +138,10 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<TrainOptions>();
   auto add_options = [o](CLI::App* c) {
     c->add_option("--model", o->model, "model: cnn or lenet")->capture_default_str();
-    c->add_option("--threads", o->threads, "TBB threads")->capture_default_str()->check(CLI::PositiveNumber);
-    c->add_option("--batch", o->batch, "samples per step")->capture_default_str()->check(CLI::PositiveNumber);
-    c->add_option("--steps", o->steps, "timed steps (kernels: repeats per layer)")->capture_default_str()->check(CLI::PositiveNumber);
-    c->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+    c->add_option("--threads", o->threads, "TBB threads")->capture_default_str()->check(dbs::cli::above(0));
+    c->add_option("--batch", o->batch, "samples per step")->capture_default_str()->check(dbs::cli::above(0));
+    c->add_option("--steps", o->steps, "timed steps (kernels: repeats per layer)")->capture_default_str()->check(dbs::cli::above(0));
+    c->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->check(dbs::cli::at_least(0));
     c->add_option("--seed", o->seed, "model and data seed")->capture_default_str();
   };
   add_options(cli::add_command(app, action, "train",

@@ -21,20 +21,6 @@ using detail::EpochStats;
 using detail::Interrupted;
 using detail::State;
 
-void validate(const Config& c, int world, std::size_t n_train) {
-  if (c.epochs <= 0) throw ConfigError("--epochs must be positive");
-  if (c.global_batch < world * std::max(1, c.min_batch))
-    throw ConfigError("--batch " + std::to_string(c.global_batch) + " is smaller than " +
-                      std::to_string(world) + " ranks x min batch " + std::to_string(c.min_batch));
-  if (n_train == 0) throw ConfigError("no training samples");
-  if (c.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
-  check_exchange(c);
-  for (const auto& d : c.disturbances)
-    if (d.rank >= world)
-      throw ConfigError("--disturb " + to_string(d) + ": the job has only " +
-                        std::to_string(world) + " ranks");
-}
-
 std::vector<std::string> gather_hosts(comm::Communicator& comm) {
   constexpr std::size_t kLen = 64;
   char mine[kLen] = {};
@@ -137,6 +123,20 @@ void apply_subset(State& st) {
 }
 
 }  // namespace
+
+void validate(const Config& c, int world, std::size_t n_train) {
+  if (c.epochs <= 0) throw ConfigError("--epochs must be positive");
+  if (c.global_batch < world * std::max(1, c.min_batch))
+    throw ConfigError("--batch " + std::to_string(c.global_batch) + " is smaller than " +
+                      std::to_string(world) + " ranks x min batch " + std::to_string(c.min_batch));
+  if (n_train == 0) throw ConfigError("no training samples");
+  if (c.rebalance_every < 0) throw ConfigError("--rebalance-every must be >= 0");
+  check_exchange(c);
+  for (const auto& d : c.disturbances)
+    if (d.rank >= world)
+      throw ConfigError("--disturb " + to_string(d) + ": the job has only " +
+                        std::to_string(world) + " ranks");
+}
 
 RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
               planner::Planner* planner) {

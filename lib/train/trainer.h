@@ -42,6 +42,10 @@ struct RunResult {
   std::int64_t stop_epoch = 0, stop_step = 0;
 };
 
+// The checks run() makes of a config for `world` ranks and n_train training samples before it
+// trains; throws ConfigError naming the option at fault. For callers that check up front.
+void validate(const Config& config, int world, std::size_t n_train);
+
 // Runs the whole training on this rank. data is the full data set (every rank loads it; the
 // plan decides which samples a rank computes); pass it moved to save a copy. planner makes every
 // plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.

@@ -1,5 +1,6 @@
 // `dbs-scheduler replay`: what-if analysis of balancing policies over a recorded trace, and
 // synthetic traces of clusters one does not have (lib/replay does the work).
+#include "lib/common/cli.h"
 #include "scheduler/command.h"
 
 #include <cstdio>
@@ -101,7 +102,7 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_option_function<int>(
          "--rebalance-every", [o](const int& k) { o->replay.settings["rebalance_every"] = k; },
          "re-plan every K steps inside an epoch, 0 = per epoch (default: the trace's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--min-gain", [o](const double& g) { o->replay.settings["min_gain"] = g; },
          "keep the plan below this predicted gain (default: the trace's)")
@@ -109,23 +110,23 @@ void add_replay_command(CLI::App& app, Action& action) {
   cmd->add_option_function<int>(
          "--min-batch", [o](const int& b) { o->replay.settings["min_batch"] = b; },
          "smallest per-rank batch (default: the trace's)")
-      ->check(CLI::PositiveNumber);
+      ->check(dbs::cli::above(0));
   cmd->add_option_function<int>(
          "--max-batch", [o](const int& b) { o->replay.settings["max_batch"] = b; },
          "largest per-rank batch, 0 = global batch (default: the trace's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--latency", [o](const double& s) { o->replay.cost.latency_s = s; },
          "allreduce latency per ring message, seconds (default 2e-05)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--bandwidth", [o](const double& b) { o->replay.cost.bandwidth = b; },
          "allreduce bandwidth, bytes/s, 0 = infinite (default: fitted)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--overhead", [o](const double& s) { o->replay.cost.overhead_s = s; },
          "per-step overhead (update, data), seconds (default: fitted)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(dbs::cli::at_least(0));
   cmd->add_flag("--json", o->json, "print a JSON object with a key per policy");
   cmd->add_option("--report", o->report, "write a self-contained HTML report here");
   cmd->add_flag("--strict", o->strict,

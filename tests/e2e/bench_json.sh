@@ -33,6 +33,9 @@ PY
 expect_fail "is not an executable dbs-agent" "$BENCH" sweep --agent /nonexistent
 # balance --trace-dir is made at start (mkdir -p) or refused at once, not after the solo runs.
 expect_fail "--trace-dir /proc/none/x: cannot create it" "$BENCH" balance --trace-dir /proc/none/x
+# Out-of-range numbers get a short message (CLI11's own names the type's whole range).
+expect_fail "--solo-limit: must be > 0, got 0" "$BENCH" balance --solo-limit 0
+expect_fail "--warmup: must be >= 0, got -1" "$BENCH" train --warmup -1
 # Every --runs entry is checked before the first run, naming the entry.
 expect_fail "--runs dbs+overlap: --overlap needs --allreduce mpi" "$BENCH" balance --runs static,dbs+overlap --allreduce ring
 expect_fail "--runs dbs@x: expected POLICY@K" "$BENCH" balance --runs static,dbs@x
@@ -118,6 +121,8 @@ json_get "$TMP/balance1.json" "[(r['run'], r['epochs'][0]['batch']) for r in d['
 # A policy that does not fit the world size is refused before any run (rank 0 names it).
 expect_fail "--runs fixed:40: policy 'fixed:40': 1 sizes for 2 ranks" \
   "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 --runs static,fixed:40
+expect_fail "--disturb rank=2,factor=2,from=1,mode=sleep: the job has only 2 ranks" \
+  "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 --disturb rank=2,factor=2
 json_get "$TMP/balance1.json" "d['solo_rate_after'] == [] and d['independent_ideal_after_s'] == 0 and 'steady_ratio_to_independent_after' not in d['runs'][0]" |
   grep -qx True || fail "--no-solo-after still ran the stand-alone runs after"
 json_get "$TMP/balance1.json" "len(d['solo_rounds']) == 1 and all('bracket_ideal_s' not in r for r in d['runs'])" |
