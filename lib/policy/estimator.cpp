@@ -15,7 +15,23 @@ std::optional<Cost> CostEstimator::fit(const History& h) {
     all.push_back({p.batch, p.weight, p.mean});
     if (p.weight >= kFirmWeight) firm.push_back(all.back());
   }
-  return fit_samples(firm.empty() ? all : firm);
+  const std::vector<Sample>& use = firm.empty() ? all : firm;
+  std::optional<Cost> c = fit_samples(use);
+  // fit_samples falls back to a line through the origin when its line over several batch sizes
+  // has alpha < 0 or beta <= 0. Then the points disagree: the speed moved between the epochs
+  // they come from (the first epoch's warm-up is 7-12% slower per sample). That fallback
+  // weights each point by w * b^2, so the largest batch decides, often the stale one from the
+  // equal split, and a rank moved to small batches is over-estimated and under-loaded. Trust
+  // the heaviest point instead (most steps: the current plan's, mostly), in proportion.
+  const auto several = std::any_of(use.begin(), use.end(),
+                                   [&](const Sample& s) { return s.batch != use.front().batch; });
+  if (c && c->alpha == 0 && several) {
+    const Sample* heaviest = &use.front();
+    for (const Sample& s : use)
+      if (s.weight > heaviest->weight) heaviest = &s;
+    if (heaviest->mean_s > 0) c = Cost{0.0, heaviest->mean_s / heaviest->batch};
+  }
+  return c;
 }
 
 void CostEstimator::merge(History& h, const CostPoint& c) {

@@ -105,6 +105,24 @@ TEST_CASE("Estimator.Dbs.NoOscillationUnderNoisySteadySpeeds") {
   }
 }
 
+TEST_CASE("Estimator.Dbs.AWarmUpFirstEpochDoesNotUnderloadTheSlowRank") {
+  // Rank 1 slowed x3 (no fixed cost: its sleep scales its compute); the first epoch, at the equal
+  // split, is 10% slower per sample on both ranks (warm-up), as measured on the 2-core machine.
+  // Its b = 128 points disagree with the later, smaller batches (a line through them has a
+  // negative intercept): the plan must still come from the current speeds.
+  const std::vector<Cost> truth = {{0.0, 0.00072}, {0.0, 0.00227}};
+  std::vector<Cost> warm = truth;
+  for (Cost& c : warm) c.beta *= 1.10;
+  std::mt19937 rng(5);
+  auto policy = make_policy("dbs", job(2, 256));
+  Plan p = policy->next(policy->initial(), epoch_reports(policy->initial(), warm, 0.0, rng));
+  for (int e = 0; e < 4; ++e) p = policy->next(p, epoch_reports(p, truth, 0.0, rng));
+  const std::vector<int> best = water_fill(truth, 256, 1, 256);  // about 194/62
+  CAPTURE(p.batch[1]);
+  CHECK(std::abs(p.batch[1] - best[1]) <= 1);
+  CHECK(step_time(truth, p.batch, 0) <= 1.01 * step_time(truth, best, 0));
+}
+
 TEST_CASE("Estimator.Dbs.RealChangeIsFollowedWithinOneEpoch") {
   const std::vector<Cost> before = {{0.010, 0.0007}, {0.010, 0.0007}};
   const std::vector<Cost> after = {{0.010, 0.0007}, {0.030, 0.0021}};  // rank 1 slowed x3
