@@ -98,7 +98,7 @@ void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
   comm.broadcast_bytes(&launcher, sizeof launcher, 0);
   char error[256] = {};
   try {
-    if (const int n = CpuCgroup::remove_leftovers("dbs-bench-"); n > 0)
+    if (const int n = CpuCgroup::remove_leftovers("dbs-bench-", launcher); n > 0)
       log::warn("removed " + std::to_string(n) +
                 " CPU cgroup(s) left by an earlier killed or aborted run");
     const auto q = quotas.find(comm.rank());

@@ -65,7 +65,7 @@ long owner_of(std::string_view rest) {
 
 }  // namespace
 
-int CpuCgroup::remove_leftovers(const std::string& prefix) {
+int CpuCgroup::remove_leftovers(const std::string& prefix, long own) {
   bool v2 = false;
   const std::string parent = parent_dir(v2);
   int removed = 0;
@@ -74,7 +74,8 @@ int CpuCgroup::remove_leftovers(const std::string& prefix) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(prefix)) continue;
     const long pid = owner_of(std::string_view(name).substr(prefix.size()));
-    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (pid <= 0 || pid == own || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;
     if (::rmdir(entry.path().c_str()) == 0) ++removed;  // fails if a process is still in it
   }
   return removed;

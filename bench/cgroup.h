@@ -25,8 +25,10 @@ class CpuCgroup {
   const std::string& path() const { return dir_; }
 
   // Removes the empty groups named PREFIX<pid>-rank<r> beside this process's cgroup whose <pid>
-  // (the launcher that named them) is gone: what a killed or aborted run left. Returns how many.
-  static int remove_leftovers(const std::string& prefix);
+  // (the launcher that named them) is gone: what a killed or aborted run left. Never those of
+  // pid `own`, this job's launcher: on another host than the launcher's, that pid is not a
+  // process there, and a group another rank just made is still empty. Returns how many.
+  static int remove_leftovers(const std::string& prefix, long own);
 
  private:
   std::string parent_;  // the cgroup directory the process came from
