@@ -16,12 +16,20 @@
 // the stand-alone runs just before and just after it: its bracket ideal is the mean of those two
 // ideals (steady_ratio_to_bracket), its bracket_drift how far they differ. The whole-benchmark
 // ideals compare a run with rates measured minutes away from it; on this VM those moved by up to
-// 22% on one rank between the first and the last stand-alone run.
+// 22% on one rank between the first and the last stand-alone run. Unless --no-solo-concurrent,
+// every round is followed by a concurrent one: all ranks train alone at the same time
+// (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket). On one host, ranks
+// slow each other down even without communicating (the other vCPU, caches, memory bandwidth):
+// the one-at-a-time ideal leaves that out, the concurrent one includes it. On separate hosts the
+// two agree.
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -61,6 +69,7 @@ struct BalanceOptions {
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
   bool solo_after = true;                     // stand-alone runs after the policy runs as well
   bool solo_between = true;                   // and between the policy runs
+  bool solo_concurrent = true;                // each round also with all ranks alone at once
   std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
   std::string data_dir = data::kDefaultDataDir;
 };
@@ -141,6 +150,24 @@ train::Config base_config(const BalanceOptions& o) {
   return c;
 }
 
+// Rank r training alone (a world of one) on `limit` samples, under its disturbances, active
+// throughout (where it is rank 0): the stand-alone speed under the disturbance.
+train::Config solo_config(const BalanceOptions& o, int r, std::size_t limit) {
+  train::Config c = base_config(o);
+  c.policy = "static";
+  c.epochs = o.solo_epochs;
+  c.train_limit = limit;
+  c.test_limit = 256;
+  for (train::Disturbance d : disturbances(o)) {
+    if (d.rank != r) continue;
+    d.rank = 0;
+    d.from = 1.0;
+    d.to = -1.0;
+    c.disturbances.push_back(d);
+  }
+  return c;
+}
+
 // Each rank's stand-alone samples/s (see the comment at the top), the same on every rank.
 std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm,
                                const data::FashionMnist& data) {
@@ -148,20 +175,7 @@ std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm
   for (int r = 0; r < comm.size(); ++r) {
     double rate = 0;
     if (comm.rank() == r) {
-      train::Config c = base_config(o);
-      c.policy = "static";
-      c.epochs = o.solo_epochs;
-      c.train_limit = o.solo_limit;
-      c.test_limit = 256;
-      // Rank r's disturbances, for the world of one it trains in alone (where it is rank 0),
-      // active throughout: the stand-alone speed under the disturbance.
-      for (train::Disturbance d : disturbances(o)) {
-        if (d.rank != r) continue;
-        d.rank = 0;
-        d.from = 1.0;
-        d.to = -1.0;
-        c.disturbances.push_back(d);
-      }
+      const train::Config c = solo_config(o, r, o.solo_limit);
       auto single = comm::make_single();
       const train::RunResult res = train::run(c, *single, data);
       const auto& last = res.epochs.back();
@@ -173,6 +187,70 @@ std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm
     comm::await(arrived, comm::Wait::sleep);
     comm.broadcast_bytes(&rate, sizeof rate, r);
     rates[static_cast<std::size_t>(r)] = rate;
+  }
+  return rates;
+}
+
+// Each rank's stand-alone samples/s with every rank training alone at the same time (each a world
+// of one, no communication), the same on every rank: the speed a rank has beside the others'
+// work, which on a shared host costs it some (memory bandwidth, caches, the other vCPU). Rank r
+// trains --solo-limit x sequential[r] / max(sequential) samples (whole global batches, at least
+// one) for --solo-epochs epochs, its rate from the last; a rank done before the others goes on
+// training (one more epoch at a time) until all are done, so that every rank's last epoch ran
+// beside the others' training. cover: the least, over the ranks, of the part of a rank's last
+// epoch during which every other rank was between the start of its first training and the end
+// of its last (1 = all of it; the short set-up between two trainings counts as training);
+// fillers: the epochs each rank trained after its measured run.
+std::vector<double> concurrent_rates(const BalanceOptions& o, comm::Communicator& comm,
+                                     const data::FashionMnist& data,
+                                     const std::vector<double>& sequential, double& cover,
+                                     std::vector<int>& fillers) {
+  const double fastest = *std::max_element(sequential.begin(), sequential.end());
+  const double share = fastest > 0 ? sequential[static_cast<std::size_t>(comm.rank())] / fastest : 1.0;
+  const std::size_t b = static_cast<std::size_t>(o.batch);
+  const std::size_t steps = std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::lround(static_cast<double>(o.solo_limit) * share / static_cast<double>(b))));
+  const std::size_t limit = std::min(steps * b, data.train.n);
+  train::Config c = solo_config(o, comm.rank(), limit);
+  // steady_clock is CLOCK_MONOTONIC: one clock for every process of this host.
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  MPI_Request ready = MPI_REQUEST_NULL;  // start together
+  comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &ready), "MPI_Ibarrier");
+  comm::await(ready, comm::Wait::sleep);
+  const double begin = now();
+  auto single = comm::make_single();
+  const train::RunResult res = train::run(c, *single, data);
+  const double end = now(), wall = res.epochs.back().wall_s;
+  MPI_Request done = MPI_REQUEST_NULL;  // every rank's measured training is over
+  comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &done), "MPI_Ibarrier");
+  c.epochs = 1;
+  int filled = 0;
+  for (int over = 0;; ++filled) {
+    comm::check_mpi(MPI_Test(&done, &over, MPI_STATUS_IGNORE), "MPI_Test");
+    if (over) break;
+    auto filler = comm::make_single();
+    train::run(c, *filler, data);
+  }
+  fillers.assign(static_cast<std::size_t>(comm.size()), 0);
+  comm.allgather_bytes(&filled, sizeof filled, fillers.data());
+  // rate, the measured epoch's start and end, the first training's start, the last one's end
+  const double row[5] = {static_cast<double>(limit) / wall, end - wall, end, begin, now()};
+  std::vector<double> all(5 * static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(row, sizeof row, all.data());
+  std::vector<double> rates;
+  cover = 1.0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const double* x = &all[5 * static_cast<std::size_t>(r)];
+    rates.push_back(x[0]);
+    double from = x[1], to = x[2];
+    for (int q = 0; q < comm.size(); ++q) {
+      if (q == r) continue;
+      from = std::max(from, all[5 * static_cast<std::size_t>(q) + 3]);
+      to = std::min(to, all[5 * static_cast<std::size_t>(q) + 4]);
+    }
+    cover = std::min(cover, x[2] > x[1] ? std::max(0.0, to - from) / (x[2] - x[1]) : 0.0);
   }
   return rates;
 }
@@ -323,10 +401,19 @@ int run_balance(const BalanceOptions& given) {
     std::vector<std::vector<double>> rounds;
     std::vector<std::size_t> before;
     nlohmann::json runs = nlohmann::json::array(), round_list = nlohmann::json::array();
+    std::vector<std::vector<double>> together;  // the concurrent rates of each round
     auto round = [&](const std::string& after_run) {
       rounds.push_back(solo_rates(o, *comm, data));
       round_list.push_back({{"after_run", after_run}, {"solo_rate", rounds.back()},
                             {"independent_ideal_s", ideal_of(rounds.back(), n)}});
+      if (!o.solo_concurrent) return;
+      double cover = 0;
+      std::vector<int> fillers;
+      together.push_back(concurrent_rates(o, *comm, data, rounds.back(), cover, fillers));
+      round_list.back()["concurrent_rate"] = together.back();
+      round_list.back()["concurrent_ideal_s"] = ideal_of(together.back(), n);
+      round_list.back()["concurrent_cover"] = cover;
+      round_list.back()["concurrent_filler_epochs"] = fillers;
     };
     if (solo) round("");
     for (std::size_t i = 0; i < o.runs.size(); ++i) {
@@ -354,6 +441,11 @@ int run_balance(const BalanceOptions& given) {
         r["bracket_ideal_s"] = {b, a};
         r["bracket_drift"] = b > 0 ? a / b - 1 : 0.0;
         r["steady_ratio_to_bracket"] = bracket > 0 ? wall / (bracket * steady) : 0.0;
+        if (!o.solo_concurrent) continue;
+        const double cb = ideal_of(together[before[i]], n), ca = ideal_of(together[before[i] + 1], n);
+        r["concurrent_bracket_ideal_s"] = {cb, ca};
+        r["concurrent_bracket_drift"] = cb > 0 ? ca / cb - 1 : 0.0;
+        r["steady_ratio_to_concurrent_bracket"] = cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
       }
     }
     if (comm->rank() == 0)
@@ -365,6 +457,8 @@ int run_balance(const BalanceOptions& given) {
                                 {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
                                 {"independent_drift", independent_s > 0 && after_s > 0
                                                           ? after_s / independent_s - 1 : 0.0},
+                                {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
+                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_of(together.front(), n)},
                                 {"solo_rounds", round_list},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}})
                     .dump(2)
@@ -400,6 +494,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(dbs::cli::above(0));
   cmd->add_flag("!--no-solo-after", o->solo_after, "skip the stand-alone runs after the policy runs (independent_ideal_after_s, independent_drift)");
   cmd->add_flag("!--no-solo-between", o->solo_between, "skip the stand-alone runs between the policy runs (each run's bracket_ideal_s, bracket_drift, steady_ratio_to_bracket)");
+  cmd->add_flag("!--no-solo-concurrent", o->solo_concurrent, "skip the stand-alone runs with all ranks alone at once (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket)");
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }

@@ -108,6 +108,20 @@ for k, name in enumerate(("static", "dbs")):
     assert r["bracket_ideal_s"] == [b, a], (r, rounds)
     assert abs(r["bracket_drift"] - (a / b - 1)) < 1e-12, r
     assert abs(r["steady_ratio_to_bracket"] - r["epochs"][1]["wall_s"] / ((a + b) / 2)) < 1e-9, r
+# Each round is followed by a concurrent one (all ranks alone at once): its rates and ideal, and
+# each run's concurrent bracket. A rank done before the others trains on (filler epochs): in every
+# round some rank waited for another that way, and every measured epoch ran beside the others.
+assert d["concurrent_rate"] == rounds[0]["concurrent_rate"] and len(d["concurrent_rate"]) == 2, d
+for k, rd in enumerate(rounds):
+    c = rd["concurrent_rate"]
+    assert len(c) == 2 and all(v > 0 for v in c), rd
+    assert abs(rd["concurrent_ideal_s"] - 512 / sum(c)) <= 1e-9 * rd["concurrent_ideal_s"], rd
+    assert len(rd["concurrent_filler_epochs"]) == 2 and sum(rd["concurrent_filler_epochs"]) >= 1, rd
+    assert 0.9 <= rd["concurrent_cover"] <= 1.0, rd
+for k, name in enumerate(("static", "dbs")):
+    r, b, a = runs[name], rounds[k]["concurrent_ideal_s"], rounds[k + 1]["concurrent_ideal_s"]
+    assert r["concurrent_bracket_ideal_s"] == [b, a], (r, rounds)
+    assert abs(r["steady_ratio_to_concurrent_bracket"] - r["epochs"][1]["wall_s"] / ((a + b) / 2)) < 1e-9, r
 assert runs["static"]["speedup_vs_static"] == 1.0
 assert runs["dbs"]["epochs"][1]["batch"][0] > runs["dbs"]["epochs"][1]["batch"][1], runs["dbs"]
 print("balance: independent ideal %.3f s before, %.3f s after" % (d["independent_ideal_s"], d["independent_ideal_after_s"]))
@@ -127,4 +141,9 @@ json_get "$TMP/balance1.json" "d['solo_rate_after'] == [] and d['independent_ide
   grep -qx True || fail "--no-solo-after still ran the stand-alone runs after"
 json_get "$TMP/balance1.json" "len(d['solo_rounds']) == 1 and all('bracket_ideal_s' not in r for r in d['runs'])" |
   grep -qx True || fail "--no-solo-between still ran the stand-alone runs between"
+"${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
+  --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static --no-solo-concurrent \
+  >"$TMP/balance2.json" 2>"$TMP/balance2.err" || { cat "$TMP/balance2.err"; fail "balance --no-solo-concurrent failed"; }
+json_get "$TMP/balance2.json" "d['concurrent_rate'] == [] and 'concurrent_rate' not in d['solo_rounds'][0] and 'concurrent_bracket_ideal_s' not in d['runs'][0] and 'bracket_ideal_s' in d['runs'][0]" |
+  grep -qx True || fail "--no-solo-concurrent still ran the concurrent stand-alone runs"
 echo "bench JSON ok"
