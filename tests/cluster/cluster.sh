@@ -6,9 +6,11 @@
 # hostname (a UTS namespace), its own mount namespace in which $DIR/local is the node's private
 # folder $DIR/nodes/nodeK/local, a CPU quota (a cgroup the node's processes run in) and a tbf rate
 # limit on its link. Slurm (slurmctld on the head, one slurmd per node) and munge run on top.
-# Nothing is sent outside the bridge's subnet. `up` is idempotent; `down` removes every
-# namespace, link, cgroup, daemon, mount and file `up` made. When a requirement is missing, `up`
-# says which and exits 77 (the cluster tests skip).
+# Nothing is sent outside the bridge's subnet. `up` is idempotent for the same shape (nodes,
+# quotas, rates, Slurm) and refuses, exit 1, when a cluster of another shape is up; `down` removes
+# every namespace, link, cgroup, daemon, mount and file `up` made. When a requirement is missing,
+# `up` says which and exits 77 (the cluster tests skip). The tests claim the bed first (see
+# lib/test.bash): $DIR.owner names the test process using it.
 # Environment:
 #   DBS_CLUSTER_NODES   number of nodes (default 3)
 #   DBS_CLUSTER_QUOTAS  CPU quota of each node in cores, comma-separated, cycled (1.0,0.5,0.25)
@@ -21,7 +23,7 @@ source "$HERE/lib/common.bash"
 source "$HERE/lib/slurm.bash"
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # cluster_node_up K: namespace, link, hostname, mount namespace, cgroup of node K.
@@ -58,8 +60,23 @@ cluster_node_up() {
   echo "$us" >"$cg/cpu.cfs_quota_us" || return 1
 }
 
+# The shape `up` builds from the environment, one line; kept in $DIR/shape.
+cluster_shape() {
+  echo "nodes=$NODES quotas=$QUOTAS rates=$RATES slurm=${DBS_CLUSTER_SLURM:-1}"
+}
+
 cluster_up() {
   cluster_require || exit 77
+  # Reusing a cluster built for other nodes would run on its stale slurm.conf and cgroups.
+  if [ -f "$DIR/nodes.count" ]; then
+    local have
+    have=$(cat "$DIR/shape" 2>/dev/null || echo "unknown")
+    if [ "$have" != "$(cluster_shape)" ]; then
+      echo "cluster: a cluster of another shape is up in $DIR ($have; asked for $(cluster_shape));" \
+        "take it down first: tests/cluster/cluster.sh down" >&2
+      exit 1
+    fi
+  fi
   trap 'echo "cluster: up failed; removing what was built" >&2; cluster_down; exit 1' ERR
   set -E
   mkdir -p "$DIR/ns" "$DIR/local" "$DIR/nodes"
@@ -68,6 +85,7 @@ cluster_up() {
     mount --make-private "$DIR/ns"
   fi
   echo "$NODES" >"$DIR/nodes.count"
+  cluster_shape >"$DIR/shape"
   if ! ip link show "$CLUSTER_BRIDGE" >/dev/null 2>&1; then
     ip link add "$CLUSTER_BRIDGE" type bridge
     ip addr add "$CLUSTER_HEAD/24" dev "$CLUSTER_BRIDGE"

@@ -10,7 +10,7 @@ token=$DIR/daemon-token
 (umask 077 && head -c 32 /dev/urandom | base64 >"$token")
 DAEMON_PID=
 stop_daemon() { [ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null; DAEMON_PID=; }
-trap 'stop_daemon; "$TESTS/cluster.sh" down' EXIT
+trap 'stop_daemon; test_cluster_down' EXIT
 
 start_daemon() {  # start_daemon LISTEN
   rm -f "$DIR/ready.json"

@@ -22,18 +22,79 @@ fail() {
   exit 1
 }
 
-# Cluster of $NODES nodes up for this test, down when it exits.
+# process_id PID: "PID STARTTIME" (clock ticks since boot), which a reused pid does not repeat;
+# empty when no such process or only its zombie is left.
+process_id() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) }  # the fields after "(comm) ", the 3rd field (state) first
+  [ "${stat%% *}" != Z ] || return 0
+  echo "$1 $(cut -d' ' -f20 <<<"$stat")"
+}
+
+# Claims the bed for this test: $DIR.owner holds its owner's process_id, read and written under a
+# lock. Waits while another live process holds it (up to DBS_CLUSTER_WAIT s, default 300; then
+# fails naming it); takes over when the owner is gone. The bed is one per machine (bridge,
+# namespaces and cgroup have fixed names), so two runs on one host take turns.
+test_cluster_claim() {
+  local owner deadline=$((SECONDS + ${DBS_CLUSTER_WAIT:-300})) said=0
+  while :; do
+    owner=$(
+      exec 9>>"$DIR.owner"
+      flock 9
+      read -r pid start <"$DIR.owner" || true
+      if [ -n "${pid:-}" ] && [ "$pid" != $$ ] && [ "$(process_id "$pid")" = "$pid $start" ]; then
+        echo "$pid"
+      else
+        process_id $$ >"$DIR.owner"
+      fi
+    )
+    [ -z "$owner" ] && return 0
+    if [ $said = 0 ]; then
+      echo "cluster: the bed is in use by pid $owner ($(tr '\0' ' ' </proc/"$owner"/cmdline 2>/dev/null));" \
+        "waiting up to ${DBS_CLUSTER_WAIT:-300} s" >&2
+      said=1
+    fi
+    [ $SECONDS -lt $deadline ] || fail "the cluster bed is still in use by pid $owner"
+    sleep 1
+  done
+}
+
+# Cluster of $NODES nodes up for this test, down when it exits. A cluster left by an earlier run
+# whose process is gone (killed before its clean-up) is taken down first: its nodes may still be
+# allocated to a dead job, or be of another shape.
 test_cluster_up() {
   [ -x "$AGENT" ] || { echo "cluster: skipped: no agent at $AGENT (build first)"; exit 77; }
+  if [ "$(id -u)" -eq 0 ]; then
+    test_cluster_claim
+    if [ -e "$DIR" ] || ip link show "$CLUSTER_BRIDGE" >/dev/null 2>&1 ||
+       ip netns list | grep -q '^dbsc-node'; then
+      echo "cluster: taking down a cluster left by an earlier run" >&2
+      "$TESTS/cluster.sh" down
+    fi
+  fi
   local rc=0 out
   out=$("$TESTS/cluster.sh" up 2>&1) || rc=$?
   if [ $rc -eq 77 ]; then
     echo "$out" | tail -n 1
     exit 77
   fi
-  trap '"$TESTS/cluster.sh" down' EXIT
+  trap test_cluster_down EXIT
   [ $rc -eq 0 ] || fail "cluster up: $out"
   echo "$out"
+}
+
+# Takes the cluster down, then gives up the claim: a test waiting for the bed starts only once
+# all of it is gone.
+test_cluster_down() {
+  "$TESTS/cluster.sh" down
+  [ "$(id -u)" -eq 0 ] || return 0
+  (
+    exec 9>>"$DIR.owner"
+    flock 9
+    read -r pid _ <"$DIR.owner" || true
+    if [ "${pid:-}" = $$ ]; then : >"$DIR.owner"; fi
+  )
 }
 
 # node_local K PATH: PATH (under $DIR/local) as node K sees it, from the head.
