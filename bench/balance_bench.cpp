@@ -21,7 +21,9 @@
 // (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket). On one host, ranks
 // slow each other down even without communicating (the other vCPU, caches, memory bandwidth):
 // the one-at-a-time ideal leaves that out, the concurrent one includes it. On separate hosts the
-// two agree.
+// two agree. Inside each run: per epoch busy (per rank, the part of the epoch it worked at its
+// sustained rate) and busy_ideal_s (the best split for the speeds the ranks had in that epoch);
+// steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift.
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -311,24 +313,32 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
   const train::Config c = run_config(o, run);
   const train::RunResult r = train::run(c, comm, data);
   nlohmann::json epochs = nlohmann::json::array();
-  double wall = 0, ideal = 0, total = 0;
+  double wall = 0, ideal = 0, busy_ideal = 0, total = 0;
+  std::vector<double> busy_s;   // per rank, busy seconds over the steady epochs
   int steady = 0, changes = 0;  // steady epochs; plan changes at their starts and inside them
   for (std::size_t k = 0; k < r.epochs.size(); ++k) {
     const auto& e = r.epochs[k];
     epochs.push_back({{"epoch", e.epoch + 1}, {"wall_s", e.wall_s}, {"ideal_s", e.ideal_s},
                       {"ratio_to_ideal", e.wall_s / e.ideal_s}, {"batch", e.batch},
-                      {"throughput", e.throughput}, {"replans", e.replans}});
+                      {"throughput", e.throughput}, {"replans", e.replans}, {"busy", e.busy},
+                      {"busy_ideal_s", e.busy_ideal_s}});
     total += e.wall_s;
     if (e.epoch + 1 >= o.steady_from) {
       wall += e.wall_s;
       ideal += e.ideal_s;
+      busy_ideal += e.busy_ideal_s;
+      busy_s.resize(e.busy.size());
+      for (std::size_t q = 0; q < e.busy.size(); ++q) busy_s[q] += e.busy[q] * e.wall_s;
       ++steady;
       changes += e.replans + (k > 0 && r.epochs[k - 1].batch != e.batch ? 1 : 0);
     }
   }
+  for (double& b : busy_s) b = wall > 0 ? b / wall : 0.0;
   return {{"run", run}, {"epochs", epochs}, {"total_s", total}, {"steady_wall_s", wall},
           {"steady_epochs", steady}, {"steady_ideal_s", ideal},
           {"steady_ratio_to_ideal", ideal > 0 ? wall / ideal : 0.0},
+          {"steady_busy", busy_s}, {"steady_busy_ideal_s", busy_ideal},
+          {"steady_ratio_to_busy_ideal", busy_ideal > 0 ? wall / busy_ideal : 0.0},
           {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
 }
 

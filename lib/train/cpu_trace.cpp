@@ -13,7 +13,8 @@ nlohmann::json phase_json(const Phase& p) {
 
 void trace_timing(State& st, std::int64_t epoch) {
   static_assert(std::is_trivially_copyable_v<EpochTiming>);
-  std::vector<EpochTiming> all(static_cast<std::size_t>(st.comm.size()));
+  std::vector<EpochTiming>& all = st.timings;
+  all.assign(static_cast<std::size_t>(st.comm.size()), EpochTiming{});
   st.comm.allgather_bytes(&st.timing, sizeof st.timing, all.data());
   if (!st.trace) return;
   for (int r = 0; r < st.comm.size(); ++r) {
@@ -25,7 +26,7 @@ void trace_timing(State& st, std::int64_t epoch) {
                           {"compute", phase_json(t.compute)},
                           {"allreduce", phase_json(t.allreduce)},
                           {"update", phase_json(t.update)},
-                          {"sleep_s", t.sleep_s}};
+                          {"sleep_s", t.sleep_s},   {"busy_s", t.busy_s}};
     if (t.nr_throttled >= 0) {
       rec["quota_cores"] = t.quota_cores;
       rec["nr_throttled"] = t.nr_throttled;

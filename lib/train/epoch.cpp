@@ -280,6 +280,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     es.report.compute_s += compute_s;
     if (lb > 0 && compute_s > 0) my_rates.emplace_back(lb / compute_s, 1);
     my_work.emplace_back(lb, sustained(gather_s + compute_s + update_s, work_cpu + update_cpu));
+    tm.busy_s += my_work.back().second;
     if (replans) {
       history.time.insert(history.time.end(), time_slot, time_slot + world);
       history.count.insert(history.count.end(), count_slot, count_slot + world);

@@ -32,6 +32,9 @@ struct Phase {
 struct EpochTiming {
   Phase gather, compute, allreduce, update;
   double sleep_s = 0;             // injected slowdown inside compute, wall seconds
+  // gather + compute + update at the rank's sustained rate (wall, or CPU / quota where a quota
+  // holds the rank below its threads), seconds: the time the epoch's work needed on this rank
+  double busy_s = 0;
   double process_cpu_s = 0;       // CPU of every thread of the process over the epoch
   double wall_s = 0;              // the step loop's wall time
   std::int64_t steps = 0;
@@ -77,6 +80,7 @@ struct State {
   nlohmann::json subset;                     // the train subset's identity (null: none)
   std::optional<Interrupted> resume_at;      // an epoch stopped mid-way, continued by run_epoch
   EpochTiming timing;                        // this rank's, of the last epoch run
+  std::vector<EpochTiming> timings;          // every rank's, of the last epoch (trace_cpu)
   // With Config::update "sharded": the slices (parameter counts per rank) of the last update
   // while each rank's optimizer state is current only in its own slice; empty when every rank
   // holds the whole state.

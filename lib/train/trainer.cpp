@@ -200,6 +200,13 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     }
     r.ideal_s = sum_v > 0 ? static_cast<double>(es.samples) / sum_v : 0.0;
     r.efficiency = r.ideal_s / es.wall_s;
+    double sum_busy_v = 0.0;  // samples per busy second, summed over ranks
+    for (const auto& rep : reports) {
+      const double busy = st.timings[static_cast<std::size_t>(rep.rank)].busy_s;
+      r.busy.push_back(busy / es.wall_s);
+      sum_busy_v += busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0;
+    }
+    r.busy_ideal_s = sum_busy_v > 0 ? static_cast<double>(es.samples) / sum_busy_v : 0.0;
     r.train_loss = es.loss_sum / static_cast<double>(es.samples);
     r.test_loss = test_loss;
     r.test_acc = test_acc;

@@ -27,6 +27,12 @@ struct EpochResult {
   std::vector<int> batch;            // per rank, at the start of the epoch
   std::vector<double> throughput;    // per rank, samples / compute second
   int replans = 0;            // plan changes inside the epoch (rebalance_every)
+  // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
+  // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint.
+  std::vector<double> busy;
+  // N / sum over ranks of samples_r / busy_r seconds: the epoch had every rank worked all of it
+  // at the rate it had in this epoch, i.e. the best split for these speeds (0 = unknown).
+  double busy_ideal_s = 0;
 };
 
 struct RunResult {
