@@ -40,6 +40,7 @@
 #include <optional>
 #include <sstream>
 
+#include "bench/balance.h"
 #include "bench/bench.h"
 #include "bench/cgroup.h"
 #include "lib/common/cli.h"
@@ -52,29 +53,32 @@
 #include "lib/train/trainer.h"
 
 namespace dbs::bench {
-namespace {
 
-struct BalanceOptions {
-  std::string model = "cnn";                  // model
-  int threads = 1;                            // TBB threads per rank
-  int batch = 128;                            // global batch
-  int epochs = 5;                             // epochs per run
-  std::size_t train_limit = 6000;             // training samples
-  std::size_t test_limit = 1000;              // test samples
-  int steady_from = 3;                        // first epoch (1-based) of the steady state
-  std::vector<std::string> runs = {"static", "dbs"};
-  std::vector<std::string> disturb = {"rank=1,factor=3"};
-  std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
-  std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
-  std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
-  int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
-  std::size_t solo_limit = 3000;              // samples per stand-alone epoch
-  bool solo_after = true;                     // stand-alone runs after the policy runs as well
-  bool solo_between = true;                   // and between the policy runs
-  bool solo_concurrent = true;                // each round also with all ranks alone at once
-  std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
-  std::string data_dir = data::kDefaultDataDir;
-};
+// --disturb specs; "" and "none" add nothing.
+std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
+  std::vector<train::Disturbance> out;
+  for (const auto& d : o.disturb)
+    if (!d.empty() && d != "none") out.push_back(train::parse_disturbance(d));
+  return out;
+}
+
+train::Config base_config(const BalanceOptions& o) {
+  train::Config c;
+  c.model = o.model;
+  c.threads = o.threads;
+  c.global_batch = o.batch;
+  c.schedule.global_batch = o.batch;
+  c.epochs = o.epochs;
+  c.train_limit = o.train_limit;
+  c.test_limit = o.test_limit;
+  c.progress = false;
+  c.table = false;
+  c.wait = o.wait;
+  c.allreduce = o.allreduce;
+  return c;
+}
+
+namespace {
 
 // --quota values by rank; throws ConfigError naming the value at fault.
 std::map<int, double> parse_quotas(const std::vector<std::string>& specs, int world) {
@@ -126,135 +130,6 @@ void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
       throw Error("--quota: " + std::string(&all[sizeof error * static_cast<std::size_t>(r)]));
     }
   }
-}
-
-// --disturb specs; "" and "none" add nothing.
-std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
-  std::vector<train::Disturbance> out;
-  for (const auto& d : o.disturb)
-    if (!d.empty() && d != "none") out.push_back(train::parse_disturbance(d));
-  return out;
-}
-
-train::Config base_config(const BalanceOptions& o) {
-  train::Config c;
-  c.model = o.model;
-  c.threads = o.threads;
-  c.global_batch = o.batch;
-  c.schedule.global_batch = o.batch;
-  c.epochs = o.epochs;
-  c.train_limit = o.train_limit;
-  c.test_limit = o.test_limit;
-  c.progress = false;
-  c.table = false;
-  c.wait = o.wait;
-  c.allreduce = o.allreduce;
-  return c;
-}
-
-// Rank r training alone (a world of one) on `limit` samples, under its disturbances, active
-// throughout (where it is rank 0): the stand-alone speed under the disturbance.
-train::Config solo_config(const BalanceOptions& o, int r, std::size_t limit) {
-  train::Config c = base_config(o);
-  c.policy = "static";
-  c.epochs = o.solo_epochs;
-  c.train_limit = limit;
-  c.test_limit = 256;
-  for (train::Disturbance d : disturbances(o)) {
-    if (d.rank != r) continue;
-    d.rank = 0;
-    d.from = 1.0;
-    d.to = -1.0;
-    c.disturbances.push_back(d);
-  }
-  return c;
-}
-
-// Each rank's stand-alone samples/s (see the comment at the top), the same on every rank.
-std::vector<double> solo_rates(const BalanceOptions& o, comm::Communicator& comm,
-                               const data::FashionMnist& data) {
-  std::vector<double> rates(static_cast<std::size_t>(comm.size()), 0.0);
-  for (int r = 0; r < comm.size(); ++r) {
-    double rate = 0;
-    if (comm.rank() == r) {
-      const train::Config c = solo_config(o, r, o.solo_limit);
-      auto single = comm::make_single();
-      const train::RunResult res = train::run(c, *single, data);
-      const auto& last = res.epochs.back();
-      rate = static_cast<double>(std::min(o.solo_limit, data.train.n)) / last.wall_s;
-    }
-    // The others wait here, asleep whatever --wait says: they must not take CPU from rank r.
-    MPI_Request arrived = MPI_REQUEST_NULL;
-    comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &arrived), "MPI_Ibarrier");
-    comm::await(arrived, comm::Wait::sleep);
-    comm.broadcast_bytes(&rate, sizeof rate, r);
-    rates[static_cast<std::size_t>(r)] = rate;
-  }
-  return rates;
-}
-
-// Each rank's stand-alone samples/s with every rank training alone at the same time (each a world
-// of one, no communication), the same on every rank: the speed a rank has beside the others'
-// work, which on a shared host costs it some (memory bandwidth, caches, the other vCPU). Rank r
-// trains --solo-limit x sequential[r] / max(sequential) samples (whole global batches, at least
-// one) for --solo-epochs epochs, its rate from the last; a rank done before the others goes on
-// training (one more epoch at a time) until all are done, so that every rank's last epoch ran
-// beside the others' training. cover: the least, over the ranks, of the part of a rank's last
-// epoch during which every other rank was between the start of its first training and the end
-// of its last (1 = all of it; the short set-up between two trainings counts as training);
-// fillers: the epochs each rank trained after its measured run.
-std::vector<double> concurrent_rates(const BalanceOptions& o, comm::Communicator& comm,
-                                     const data::FashionMnist& data,
-                                     const std::vector<double>& sequential, double& cover,
-                                     std::vector<int>& fillers) {
-  const double fastest = *std::max_element(sequential.begin(), sequential.end());
-  const double share = fastest > 0 ? sequential[static_cast<std::size_t>(comm.rank())] / fastest : 1.0;
-  const std::size_t b = static_cast<std::size_t>(o.batch);
-  const std::size_t steps = std::max<std::size_t>(
-      1, static_cast<std::size_t>(std::lround(static_cast<double>(o.solo_limit) * share / static_cast<double>(b))));
-  const std::size_t limit = std::min(steps * b, data.train.n);
-  train::Config c = solo_config(o, comm.rank(), limit);
-  // steady_clock is CLOCK_MONOTONIC: one clock for every process of this host.
-  const auto now = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  };
-  MPI_Request ready = MPI_REQUEST_NULL;  // start together
-  comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &ready), "MPI_Ibarrier");
-  comm::await(ready, comm::Wait::sleep);
-  const double begin = now();
-  auto single = comm::make_single();
-  const train::RunResult res = train::run(c, *single, data);
-  const double end = now(), wall = res.epochs.back().wall_s;
-  MPI_Request done = MPI_REQUEST_NULL;  // every rank's measured training is over
-  comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &done), "MPI_Ibarrier");
-  c.epochs = 1;
-  int filled = 0;
-  for (int over = 0;; ++filled) {
-    comm::check_mpi(MPI_Test(&done, &over, MPI_STATUS_IGNORE), "MPI_Test");
-    if (over) break;
-    auto filler = comm::make_single();
-    train::run(c, *filler, data);
-  }
-  fillers.assign(static_cast<std::size_t>(comm.size()), 0);
-  comm.allgather_bytes(&filled, sizeof filled, fillers.data());
-  // rate, the measured epoch's start and end, the first training's start, the last one's end
-  const double row[5] = {static_cast<double>(limit) / wall, end - wall, end, begin, now()};
-  std::vector<double> all(5 * static_cast<std::size_t>(comm.size()));
-  comm.allgather_bytes(row, sizeof row, all.data());
-  std::vector<double> rates;
-  cover = 1.0;
-  for (int r = 0; r < comm.size(); ++r) {
-    const double* x = &all[5 * static_cast<std::size_t>(r)];
-    rates.push_back(x[0]);
-    double from = x[1], to = x[2];
-    for (int q = 0; q < comm.size(); ++q) {
-      if (q == r) continue;
-      from = std::max(from, all[5 * static_cast<std::size_t>(q) + 3]);
-      to = std::min(to, all[5 * static_cast<std::size_t>(q) + 4]);
-    }
-    cover = std::min(cover, x[2] > x[1] ? std::max(0.0, to - from) / (x[2] - x[1]) : 0.0);
-  }
-  return rates;
 }
 
 // --runs splits its list at commas, which also cuts "fixed:195,61" into "fixed:195" and "61": an
