@@ -79,6 +79,21 @@ for i, first in enumerate(runs[0]["epochs"]):
 steady = [r["epochs"][2:] for r in runs]
 print("\nsteady (epochs 3 on): " + ", ".join(
     f"{p} {sum(e['wall_s'] for e in s) / len(s) / ideal:.2f}x ideal" for p, s in zip(policies, steady) if s))
+# Inside each run (the trace's timing and rank records): how busy each node was in the steady
+# epochs, and the steady wall time against the best split for the speeds the nodes had in the run
+# (N / sum_i samples_i / busy_s_i per epoch; see dbs-bench balance's busy_ideal_s).
+for p in policies:
+    recs = [json.loads(l) for l in open(f"{d}/{p}.trace.jsonl")]
+    busy = {(r["epoch"], r["rank"]): r["busy_s"] for r in recs if r["type"] == "timing" and "busy_s" in r}
+    samples = {(r["epoch"], r["rank"]): r["samples"] for r in recs if r["type"] == "rank"}
+    wall = {r["epoch"]: r["wall_s"] for r in recs if r["type"] == "eval" and r["epoch"] >= 3}
+    if not wall or not busy:
+        continue
+    world = 1 + max(k[1] for k in busy)
+    best = sum(n / sum(samples[e, i] / busy[e, i] for i in range(world)) for e in wall)
+    frac = [sum(busy[e, i] for e in wall) / sum(wall.values()) for i in range(world)]
+    print(f"{p}: steady busy per node {', '.join(f'{x:.3f}' for x in frac)}; "
+          f"{sum(wall.values()) / best:.3f}x the best split for the speeds in the run")
 PY
 for p in "${POLICIES[@]}"; do
   echo "$p: cpu records (cumulative throttling) of the last epoch:"
