@@ -37,7 +37,9 @@ process_id() {
 # fails naming it); takes over when the owner is gone. The bed is one per machine (bridge,
 # namespaces and cgroup have fixed names), so two runs on one host take turns.
 test_cluster_claim() {
-  local owner deadline=$((SECONDS + ${DBS_CLUSTER_WAIT:-300})) said=0
+  local wait=${DBS_CLUSTER_WAIT:-300} owner deadline said=0
+  [[ $wait =~ ^[0-9]{1,6}$ ]] || fail "DBS_CLUSTER_WAIT must be a whole number of seconds, got '$wait'"
+  deadline=$((SECONDS + 10#$wait))
   while :; do
     owner=$(
       exec 9>>"$DIR.owner"
@@ -52,7 +54,7 @@ test_cluster_claim() {
     [ -z "$owner" ] && return 0
     if [ $said = 0 ]; then
       echo "cluster: the bed is in use by pid $owner ($(tr '\0' ' ' </proc/"$owner"/cmdline 2>/dev/null));" \
-        "waiting up to ${DBS_CLUSTER_WAIT:-300} s" >&2
+        "waiting up to $wait s" >&2
       said=1
     fi
     [ $SECONDS -lt $deadline ] || fail "the cluster bed is still in use by pid $owner"
