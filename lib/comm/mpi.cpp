@@ -63,6 +63,8 @@ namespace {
 
 // MPI counts are int: larger buffers go in pieces of at most INT_MAX elements.
 constexpr std::size_t max_count = INT_MAX;
+// The ring's message size (ring.h's default).
+constexpr std::size_t kRingChunkBytes = 1 << 20;
 
 int as_int(std::size_t n) {
   return static_cast<int>(n);
@@ -95,21 +97,23 @@ class MpiCommunicator final : public Communicator {
     reduce(data.data(), data.size(), MPI_DOUBLE);
   }
 
-  // MPI: MPI_Reduce_scatter into scratch (its in-place form puts the result at the buffer's
-  // start), then copied to the segment. ring: the ring's first half over these segments.
+  // MPI with no rank asleep: MPI_Reduce_scatter into scratch (its in-place form puts the result
+  // at the buffer's start), then copied to the segment. ring, or any rank asleep: the ring's first
+  // half over these segments, its waits as wait_ says. Not MPI's collectives when a rank sleeps:
+  // the blocking ones spin through the transfer (a node held to a quarter core spent 0.8-0.95 s
+  // of CPU an epoch in them on the cluster bed, against 0.18 s in the polled allreduce), and
+  // Open MPI's non-blocking reduce-scatter reduces the whole buffer to one root and scatters it,
+  // which made the sharded step 1.9x slower over the bed's 200 Mbit/s link.
   void reduce_scatter_sum(std::span<float> data, std::span<const std::size_t> counts) override {
     check_segments(data.size(), counts, size_);
     arrive();
-    if (algorithm_ == Algorithm::ring) {
-      ring_reduce_scatter_sum(MPI_COMM_WORLD, data.data(), counts);
+    if (algorithm_ == Algorithm::ring || arrive_first_) {
+      ring_reduce_scatter_sum(MPI_COMM_WORLD, data.data(), counts, kRingChunkBytes, wait_);
       return;
     }
     const std::vector<int> n = int_counts(counts), at = displacements(n);
     std::vector<float>& mine = scratch_;
     mine.resize(counts[static_cast<std::size_t>(rank_)]);
-    // Blocking even when a rank sleeps: Open MPI's non-blocking reduce-scatter reduces the whole
-    // buffer to one root and scatters it, which made the sharded step 1.9x slower over the
-    // cluster bed's 200 Mbit/s link (7.28 s per epoch against 3.83 s plain).
     check_mpi(MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
                                  MPI_COMM_WORLD),
               "MPI_Reduce_scatter");
@@ -119,8 +123,8 @@ class MpiCommunicator final : public Communicator {
   void allgather_segments(std::span<float> data, std::span<const std::size_t> counts) override {
     check_segments(data.size(), counts, size_);
     arrive();
-    if (algorithm_ == Algorithm::ring) {
-      ring_allgather(MPI_COMM_WORLD, data.data(), counts);
+    if (algorithm_ == Algorithm::ring || arrive_first_) {  // as reduce_scatter_sum
+      ring_allgather(MPI_COMM_WORLD, data.data(), counts, kRingChunkBytes, wait_);
       return;
     }
     const std::vector<int> n = int_counts(counts), at = displacements(n);

@@ -1,8 +1,10 @@
 #include "lib/comm/ring.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <span>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,6 +50,23 @@ struct Segments {
   }
 };
 
+// The index of a completed request among requests (MPI_Waitany when spin; else MPI_Testany with
+// sleeps from kMinSleep doubling up to kDataSleep). MPI_UNDEFINED when none is active.
+int await_any(std::span<MPI_Request> requests, Wait wait) {
+  const int n = static_cast<int>(requests.size());
+  int k = MPI_UNDEFINED;
+  if (wait != Wait::sleep) {
+    check_mpi(MPI_Waitany(n, requests.data(), &k, MPI_STATUS_IGNORE), "MPI_Waitany");
+    return k;
+  }
+  for (auto pause = kMinSleep;; pause = std::min(pause * 2, kDataSleep)) {
+    int done = 0;
+    check_mpi(MPI_Testany(n, requests.data(), &k, &done, MPI_STATUS_IGNORE), "MPI_Testany");
+    if (done) return k;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
 // dst is (n), src is (n): dst += src.
 void add(float* __restrict dst, const float* __restrict src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
@@ -56,8 +75,10 @@ void add(float* __restrict dst, const float* __restrict src, std::size_t n) {
 class Ring {
  public:
   // shift: rank r owns (ends the reduce-scatter with the sum of) segment r + shift.
-  Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk)
-      : comm_(comm), data_(data), chunk_(chunk), shift_(shift), seg_(std::move(segments)) {}
+  Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk,
+       Wait wait = Wait::spin)
+      : comm_(comm), data_(data), chunk_(chunk), shift_(shift), seg_(std::move(segments)),
+        wait_(wait) {}
 
   void reduce_scatter() {
     static thread_local std::vector<float> scratch;
@@ -112,17 +133,13 @@ class Ring {
     }
     if (scratch != nullptr) {
       for (std::size_t done = 0; done < n_in; ++done) {
-        int k = MPI_UNDEFINED;
-        check_mpi(MPI_Waitany(static_cast<int>(n_in), requests_.data(), &k, MPI_STATUS_IGNORE),
-                  "MPI_Waitany");
+        const int k = await_any(std::span<MPI_Request>(requests_.data(), n_in), wait_);
         const auto kk = static_cast<std::size_t>(k);
         add(data_ + seg_.begin(in) + kk * chunk_, scratch + kk * chunk_,
             static_cast<std::size_t>(chunk_length(in_len, kk)));
       }
     }
-    check_mpi(
-        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
-        "MPI_Waitall");
+    await_all(requests_, wait_, kDataSleep);
   }
 
   MPI_Comm comm_;
@@ -131,6 +148,7 @@ class Ring {
   int rank_ = rank_of(comm_), size_ = size_of(comm_);
   int shift_;
   Segments seg_;
+  Wait wait_;
   std::vector<MPI_Request> requests_;
 };
 
@@ -150,15 +168,15 @@ void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
 }
 
 void ring_reduce_scatter_sum(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
-                             std::size_t max_chunk_bytes) {
+                             std::size_t max_chunk_bytes, Wait wait) {
   if (counts.size() <= 1) return;
-  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes)).reduce_scatter();
+  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes), wait).reduce_scatter();
 }
 
 void ring_allgather(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
-                    std::size_t max_chunk_bytes) {
+                    std::size_t max_chunk_bytes, Wait wait) {
   if (counts.size() <= 1) return;
-  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes)).allgather();
+  Ring(comm, data, Segments::of(counts), 0, chunk_elements(max_chunk_bytes), wait).allgather();
 }
 
 }  // namespace dbs::comm

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <span>
 
+#include "lib/comm/wait.h"
+
 namespace dbs::comm {
 
 // In place: data[i] = sum over the ranks of comm of data[i]; collective over comm, same count
@@ -20,9 +22,12 @@ void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
 // length; rank r's segment starts at counts[0] + ... + counts[r-1]): afterwards rank r's segment
 // holds its sum over the ranks (reduce-scatter), or every segment holds its owner's values
 // (allgather). The same ring steps as ring_allreduce_sum, so the same bytes on the wire.
+// wait: how this rank waits for its messages (spin: MPI_Waitany / MPI_Waitall; sleep: polled with
+// sleeps of at most kDataSleep, so that a rank held by a CPU quota does not spend it spinning
+// while a slower neighbour forwards); ranks may differ.
 void ring_reduce_scatter_sum(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
-                             std::size_t max_chunk_bytes = 1 << 20);
+                             std::size_t max_chunk_bytes = 1 << 20, Wait wait = Wait::spin);
 void ring_allgather(MPI_Comm comm, float* data, std::span<const std::size_t> counts,
-                    std::size_t max_chunk_bytes = 1 << 20);
+                    std::size_t max_chunk_bytes = 1 << 20, Wait wait = Wait::spin);
 
 }  // namespace dbs::comm

@@ -8,7 +8,8 @@
 //          at most kDataSleep. A blocking collective would spin for the whole transfer: over a
 //          1 Gbit/s link that cost the 0.25-core node of the cluster bed 38 ms of CPU per step
 //          (README). Costs one barrier and up to kMaxSleep of latency per collective. The
-//          sharded update's reduce-scatter and allgather stay blocking (lib/comm/mpi.cpp).
+//          sharded update's reduce-scatter and allgather then go around the own ring
+//          (lib/comm/ring.h), every rank polling its messages as its own wait says.
 //   auto:  sleep on a rank whose cgroup's CPU quota (read_cpu_quota) is below its thread count,
 //          spin elsewhere. A rank whose quota covers all its threads cannot be throttled for
 //          spinning (one waiting thread uses at most one core).
