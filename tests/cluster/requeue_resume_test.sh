@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Cluster test 4: resume on node-local disks. A job requeued after its first epoch continues
-# from the last finished epoch on every rank and ends bit-identical to an uninterrupted run.
+# Cluster test 4: resume on node-local disks. A job requeued during its second epoch (Slurm's
+# SIGTERM: every rank checkpoints where it stopped) continues from there on every rank and ends
+# bit-identical to an uninterrupted run.
 source "$(dirname "$0")/lib/test.bash"
 test_cluster_up
 args=("${SMALL[@]}" --policy fixed:30,20,10 --epochs 3)
@@ -9,9 +10,12 @@ DBS_OUT=$DIR/local/straight submit "$DIR/straight.log" -N 3 -- "${args[@]}" \
   --save-weights "$DIR/local/straight/weights.bin" ||
   { cat "$DIR/straight.log"; fail "the uninterrupted job failed"; }
 
+# Rank 0 slowed x40 by sleep from epoch 2 (timing only: the fixed plan and the numbers stay
+# those of the straight run): epochs 2 and 3 take seconds, so the requeue lands inside the run.
+# Undisturbed, lenet's epochs take 0.06 s and the job could finish before Slurm requeued it.
 log=$DIR/requeued.log
 DBS_OUT=$DIR/local/requeued sbatch --quiet -N 3 -o "$log" "$SBATCH_SCRIPT" "${args[@]}" \
-  --save-weights "$DIR/local/requeued/weights.bin" >/dev/null
+  --disturb rank=0,factor=40,from=2 --save-weights "$DIR/local/requeued/weights.bin" >/dev/null
 job=$(job_id_of_last)
 ckpt=$DIR/nodes/node3/local/requeued/checkpoint/checkpoint.bin
 for _ in $(seq 900); do [ -s "$ckpt" ] && break; sleep 0.2; done
