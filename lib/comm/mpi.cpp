@@ -63,8 +63,6 @@ namespace {
 
 // MPI counts are int: larger buffers go in pieces of at most INT_MAX elements.
 constexpr std::size_t max_count = INT_MAX;
-// The ring's message size (ring.h's default).
-constexpr std::size_t kRingChunkBytes = 1 << 20;
 
 int as_int(std::size_t n) {
   return static_cast<int>(n);
@@ -86,7 +84,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum(std::span<float> data) override {
     arrive();
     if (algorithm_ == Algorithm::ring) {
-      ring_allreduce_sum(MPI_COMM_WORLD, data.data(), data.size());
+      ring_allreduce_sum(MPI_COMM_WORLD, data.data(), data.size(), kRingChunkBytes, wait_);
     } else {
       reduce(data.data(), data.size(), MPI_FLOAT);
     }

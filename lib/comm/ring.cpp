@@ -75,8 +75,7 @@ void add(float* __restrict dst, const float* __restrict src, std::size_t n) {
 class Ring {
  public:
   // shift: rank r owns (ends the reduce-scatter with the sum of) segment r + shift.
-  Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk,
-       Wait wait = Wait::spin)
+  Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk, Wait wait)
       : comm_(comm), data_(data), chunk_(chunk), shift_(shift), seg_(std::move(segments)),
         wait_(wait) {}
 
@@ -159,10 +158,10 @@ std::size_t chunk_elements(std::size_t max_chunk_bytes) {
 }
 
 void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
-                        std::size_t max_chunk_bytes) {
+                        std::size_t max_chunk_bytes, Wait wait) {
   const auto p = static_cast<std::size_t>(Ring::size_of(comm));
   if (p == 1 || count == 0) return;
-  Ring ring(comm, data, Segments::equal(count, p), 1, chunk_elements(max_chunk_bytes));
+  Ring ring(comm, data, Segments::equal(count, p), 1, chunk_elements(max_chunk_bytes), wait);
   ring.reduce_scatter();
   ring.allgather();
 }
