@@ -31,10 +31,18 @@ std::string joined(const std::vector<double>& v) {
 }
 
 nlohmann::json epoch_json(const EpochResult& r) {
-  return {{"epoch", r.epoch + 1},      {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
-          {"ideal_s", r.ideal_s},      {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
-          {"test_loss", r.test_loss},  {"test_acc", r.test_acc},   {"batch", r.batch},
-          {"throughput", r.throughput}, {"replans", r.replans}};
+  nlohmann::json j = {{"epoch", r.epoch + 1},      {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
+                      {"ideal_s", r.ideal_s},      {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+                      {"test_loss", r.test_loss},  {"test_acc", r.test_acc},   {"batch", r.batch},
+                      {"throughput", r.throughput}, {"replans", r.replans}};
+  // What an operator needs to tell a bad split from slow ranks: the fraction of the epoch each
+  // rank worked, and the epoch at the best split for the speeds they had (absent for an epoch
+  // read from a checkpoint written before they were kept).
+  if (!r.busy.empty()) {
+    j["busy"] = r.busy;
+    j["busy_ideal_s"] = r.busy_ideal_s;
+  }
+  return j;
 }
 
 }  // namespace

@@ -225,7 +225,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
                        {"images_per_s", r.images_per_s}, {"ideal_s", r.ideal_s},
                        {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
                        {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
-                       {"replans", r.replans}});
+                       {"replans", r.replans}, {"busy", r.busy}, {"busy_ideal_s", r.busy_ideal_s}});
       st.trace->write(trace::plan_record(next.plan, 0, next.source));
       st.trace->flush();
     }

@@ -36,3 +36,26 @@ for r in kinds["rank"]:
         assert k in r, (k, r)
 print("plans:", [(p["epoch"], p["batch"]) for p in plans])
 PY
+# The summary's busy figures agree with the trace: per epoch and rank the part of the epoch the
+# rank worked, in (0, 1], and busy_ideal_s = N / sum_r samples_r / (busy_r * wall_s), the same as
+# in the trace's eval record.
+python3 - "$TMP/s.json" "$TMP/t.jsonl" <<'PY' || fail "summary busy check"
+import json, sys
+summary = json.load(open(sys.argv[1]))
+lines = [json.loads(l) for l in open(sys.argv[2])]
+evals = {r["epoch"]: r for r in lines if r["type"] == "eval"}
+ranks = {}
+for r in lines:
+    if r["type"] == "rank":
+        ranks.setdefault(r["epoch"], {})[r["rank"]] = r
+assert len(summary["epochs"]) == 4
+for e in summary["epochs"]:
+    busy, ideal, wall = e["busy"], e["busy_ideal_s"], e["wall_s"]
+    assert len(busy) == 2 and all(0 < b <= 1 + 1e-9 for b in busy), e
+    samples = [ranks[e["epoch"]][r]["samples"] for r in range(2)]
+    want = sum(samples) / sum(n / (b * wall) for n, b in zip(samples, busy))
+    assert abs(ideal - want) <= 1e-6 * want and ideal <= wall * (1 + 1e-9), (ideal, want, e)
+    ev = evals[e["epoch"]]
+    assert ev["busy"] == busy and ev["busy_ideal_s"] == ideal, (ev, e)
+print("busy per epoch:", [[round(b, 2) for b in e["busy"]] for e in summary["epochs"]])
+PY
