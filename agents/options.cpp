@@ -122,7 +122,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--disturb", disturb, "inject a slowdown: rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog] (epochs from 1, fractional; repeatable)")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(balance);
   app.add_option("--allreduce", c.allreduce, "gradient allreduce: mpi or ring")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}))->group(balance);
   app.add_option("--update", c.update, "optimizer update: replicated (every rank updates every parameter) or sharded (each rank updates a slice in proportion to its batch; the gradient is reduce-scattered and the parameters allgathered)")->capture_default_str()->check(CLI::IsMember({"replicated", "sharded"}))->group(balance);
-  app.add_flag("--overlap", c.overlap, "exchange the gradient in buckets during the backward pass, last layers first (non-blocking MPI allreduce; with --update replicated and --allreduce mpi)")->group(balance);
+  // Default auto (Config::overlap): on where the ranks are on more than one host.
+  CLI::Option* overlap = app.add_flag_callback("--overlap", [&c] { c.overlap = "on"; }, "exchange the gradient in buckets during the backward pass, last layers first (non-blocking MPI allreduce; with --update replicated and --allreduce mpi). Default: where the ranks are on more than one host")->disable_flag_override()->group(balance);
+  app.add_flag_callback("--no-overlap", [&c] { c.overlap = "off"; }, "do not overlap the exchange, also across hosts")->excludes(overlap)->disable_flag_override()->group(balance);
   app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";

@@ -153,10 +153,11 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
   train::Config c = base_config(o);
   if (!o.trace_dir.empty()) c.trace_path = o.trace_dir + "/" + run + ".jsonl";
   std::string name = run;
+  c.overlap = "off";  // each entry says what it compares: not the agent's auto (on across hosts)
   for (const std::string_view suffix : {"+sharded", "+overlap"}) {
     if (!name.ends_with(suffix)) continue;
     if (suffix == "+sharded") c.update = "sharded";
-    if (suffix == "+overlap") c.overlap = true;
+    if (suffix == "+overlap") c.overlap = "on";
     name.resize(name.size() - suffix.size());
   }
   const auto at = name.find('@');

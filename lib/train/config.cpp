@@ -1,5 +1,7 @@
 #include "lib/train/config.h"
 
+#include <algorithm>
+
 #include "lib/common/error.h"
 
 namespace dbs::train {
@@ -15,11 +17,20 @@ policy::Settings settings_of(const Config& c, std::size_t train_samples) {
 void check_exchange(const Config& c) {
   if (c.update != "replicated" && c.update != "sharded")
     throw ConfigError("--update '" + c.update + "': expected replicated or sharded");
-  if (c.overlap && c.update == "sharded")
+  if (c.overlap != "on" && c.overlap != "off" && c.overlap != "auto")
+    throw ConfigError("--overlap '" + c.overlap + "': expected on, off or auto");
+  if (c.overlap == "on" && c.update == "sharded")
     throw ConfigError("--overlap works with --update replicated (the sharded update reduce-scatters "
                       "the whole gradient at once)");
-  if (c.overlap && c.allreduce == "ring")
+  if (c.overlap == "on" && c.allreduce == "ring")
     throw ConfigError("--overlap needs --allreduce mpi (the ring allreduce is blocking)");
+}
+
+bool resolve_overlap(const Config& c, std::span<const std::string> hosts) {
+  if (c.overlap != "auto") return c.overlap == "on";
+  if (c.update != "replicated" || c.allreduce != "mpi") return false;
+  return std::any_of(hosts.begin(), hosts.end(),
+                     [&](const std::string& h) { return h != hosts.front(); });
 }
 
 }  // namespace dbs::train

@@ -134,7 +134,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
 
   const bool replans = cfg.rebalance_every > 0;
   const bool sharded = cfg.update == "sharded";
-  const bool overlap = cfg.overlap;
+  const bool overlap = st.overlap;
   const std::vector<Bucket> buckets = overlap ? gradient_buckets(*st.model) : std::vector<Bucket>{};
   std::vector<float> buf(P + 3 + (replans ? 3 * static_cast<std::size_t>(world) : 0));
   float* const time_slot = replans ? buf.data() + P + 3 : nullptr;

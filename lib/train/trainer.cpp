@@ -143,7 +143,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   const int world = comm.size(), rank = comm.rank();
   State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
            take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
-           nullptr, {}, {}, {}, {}, {}, {}};
+           nullptr, {}, {}, {}, {}, {}, {}, {}, {}};
   apply_subset(st);
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
@@ -153,6 +153,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     st.planner = st.own_planner.get();
   }
   st.hosts = gather_hosts(comm);
+  st.overlap = resolve_overlap(cfg, st.hosts);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
 
   const detail::Resumed resumed = cfg.resume ? detail::load_checkpoint(st) : detail::Resumed{0, world};

@@ -32,6 +32,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 hosts = d["config"]["hosts"]
 assert hosts == ["node1", "node2", "node3"], hosts
+# --overlap's default (auto) is on where the ranks are on more than one host.
+assert d["config"]["overlap"] is True, ("the exchange is not overlapped across nodes", d["config"])
 assert len(d["epochs"]) == 2, d["epochs"]
 print("hosts", hosts, "throughput per rank (img/s) in epoch 2:", d["epochs"][-1]["throughput"])
 PY

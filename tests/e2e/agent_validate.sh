@@ -33,6 +33,8 @@ expect_usage "--rebalance-every" --rebalance-every -1
 expect_usage "--update" --update halves
 expect_usage "--overlap works with --update replicated" --overlap --update sharded
 expect_usage "--overlap needs --allreduce mpi" --overlap --allreduce ring
+expect_usage "--overlap excludes --no-overlap" --overlap --no-overlap
+expect_usage "overlap was given a disallowed flag override" --overlap=false
 expect_usage "--scheduler-timeout" --scheduler-timeout 0
 expect_usage "--train-limit" --train-limit -5
 expect_usage "--policy" --policy bogus

@@ -120,7 +120,7 @@ TEST_CASE("Overlap.SameBitsAsAfterTheBackwardPass") {
     c.epochs = model == "cnn" ? 1 : 2;
     c.rebalance_every = 3;
     const train::RunResult plain = run_ranks(c, 3, cycle());
-    c.overlap = true;
+    c.overlap = "on";
     const train::RunResult overlapped = run_ranks(c, 3, cycle());
     CHECK(overlapped.params == plain.params);
     CHECK(overlapped.epochs.back().train_loss == plain.epochs.back().train_loss);
@@ -129,13 +129,37 @@ TEST_CASE("Overlap.SameBitsAsAfterTheBackwardPass") {
 
 TEST_CASE("Overlap.RefusedWithTheShardedUpdateAndTheRing") {
   train::Config c = small_config("lenet", 256);
-  c.overlap = true;
+  c.overlap = "on";
   c.update = "sharded";
   CHECK_THROWS_WITH_AS(run_local(c, 1), doctest::Contains("--overlap works with --update replicated"),
                        ConfigError);
   c.update = "replicated";
   c.allreduce = "ring";
   CHECK_THROWS_WITH_AS(run_local(c, 1), doctest::Contains("--overlap needs --allreduce mpi"),
+                       ConfigError);
+}
+
+// auto overlaps where the ranks are on more than one host and the exchange can overlap; on and
+// off are what they say. Every rank resolves it from the same gathered hosts.
+TEST_CASE("Overlap.AutoWhereTheRanksSpanHosts") {
+  train::Config c = small_config("lenet", 256);
+  REQUIRE(c.overlap == "auto");
+  const std::vector<std::string> one = {"node1", "node1", "node1"}, two = {"node1", "node1", "node2"};
+  CHECK_FALSE(train::resolve_overlap(c, one));
+  CHECK(train::resolve_overlap(c, two));
+  CHECK_FALSE(train::resolve_overlap(c, std::vector<std::string>{"node1"}));
+  c.update = "sharded";
+  CHECK_FALSE(train::resolve_overlap(c, two));
+  c.update = "replicated";
+  c.allreduce = "ring";
+  CHECK_FALSE(train::resolve_overlap(c, two));
+  c.allreduce = "mpi";
+  c.overlap = "on";
+  CHECK(train::resolve_overlap(c, one));
+  c.overlap = "off";
+  CHECK_FALSE(train::resolve_overlap(c, two));
+  c.overlap = "sometimes";
+  CHECK_THROWS_WITH_AS(train::check_exchange(c), "--overlap 'sometimes': expected on, off or auto",
                        ConfigError);
 }
 
