@@ -38,10 +38,7 @@ stop_daemon
 [ -n "$(squeue -h -j "$job" -o %i)" ] || fail "the job ended before the daemon was killed"
 echo "killed the daemon after $(grep -c '"type":"plan"' "$trace") plan records"
 start_daemon "$listen"
-for _ in $(seq 1500); do
-  [ -z "$(squeue -h -j "$job" -o %i 2>/dev/null)" ] && break
-  sleep 0.2
-done
+wait_job "$job" || true  # its exit code is checked by what it printed, below
 cat "$log"
 grep -q "^final: test accuracy" "$log" || { cat "$DIR/daemon.log"; fail "the job did not finish"; }
 grep -q "restored at epoch" "$DIR/daemon.log" || fail "the daemon did not restore the job"

@@ -21,18 +21,24 @@ ckpt=$DIR/nodes/node3/local/requeued/checkpoint/checkpoint.bin
 for _ in $(seq 900); do [ -s "$ckpt" ] && break; sleep 0.2; done
 [ -s "$ckpt" ] || { cat "$log"; fail "no checkpoint on node3 after the first epoch"; }
 scontrol requeue "$job" || fail "scontrol requeue $job"
+# fail_job MESSAGE: fail, after what slurmctld logged of the job (why it did not run again).
+fail_job() {
+  grep -E "JobId=$job( |$)" "$DIR/slurm/log/slurmctld.log" | tail -n 20 >&2
+  fail "$@"
+}
 echo "requeued job $job after its first checkpoint"
-# Slurm holds a requeued job back for two minutes (its BeginTime); let it start at once.
-for _ in $(seq 150); do [ "$(squeue -h -j "$job" -o %T)" = PENDING ] && break; sleep 0.2; done
+# Slurm holds a requeued job back for two minutes (its BeginTime); let it start at once. The
+# job passes through REQUEUED and COMPLETING first (the first run's ranks still stopping).
+state=
+for _ in $(seq 150); do state=$(job_state "$job"); [ "$state" = PENDING ] && break; sleep 0.2; done
+[ "$state" = PENDING ] || { cat "$log"; fail_job "job $job not pending 30 s after the requeue: ${state:-no answer}"; }
 scontrol update JobId="$job" StartTime=now || fail "scontrol update StartTime=now"
-for _ in $(seq 900); do
-  [ -z "$(squeue -h -j "$job" -o %i 2>/dev/null)" ] && break
-  sleep 0.2
-done
+rc=0
+wait_job "$job" || rc=$?
 cat "$log"
-[ -z "$(squeue -h -j "$job" -o %i 2>/dev/null)" ] || fail "job $job still queued or running"
-grep -q "restart 1" "$log" || fail "the job did not run a second time"
-grep -q "^final: test accuracy" "$log" || fail "the requeued job did not finish"
+[ "$rc" -eq 0 ] || fail_job "the requeued job ended with $rc ($(job_state "$job"))"
+grep -q "restart 1" "$log" || fail_job "the job did not run a second time"
+grep -q "^final: test accuracy" "$log" || fail_job "the requeued job did not finish"
 n1=$DIR/nodes/node1/local
 python3 - "$n1/requeued/trace.jsonl" <<'PY' || fail "trace check"
 import collections, json, sys

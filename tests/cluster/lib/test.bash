@@ -117,11 +117,28 @@ submit() {
   wait_job "$id"
 }
 
+# job_state ID: job ID's state (PENDING, RUNNING, REQUEUED, COMPLETED, ...) as slurmctld has it
+# (it keeps ended jobs for MinJobAge), or nothing while it does not answer. Not squeue: it lists
+# only pending, running and completing jobs, so a job requeued or ended looks the same to it,
+# and a failed query looks like a job gone.
+job_state() {
+  local state
+  state=$(scontrol -o show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*') || return 0
+  echo "${state#JobState=}"
+}
+
 # wait_job ID: waits until job ID has ended; returns its exit code (128 + signal if killed).
+# A query slurmctld does not answer is retried for 10 s before the job counts as gone.
 wait_job() {
-  local info state code
+  local info state code misses=0
   while :; do
-    info=$(scontrol -o show job "$1" 2>/dev/null) || { echo "cluster: job $1 is gone" >&2; return 1; }
+    if ! info=$(scontrol -o show job "$1" 2>/dev/null); then
+      misses=$((misses + 1))
+      [ "$misses" -lt 40 ] || { echo "cluster: job $1 is gone" >&2; return 1; }
+      sleep 0.25
+      continue
+    fi
+    misses=0
     state=$(grep -o 'JobState=[A-Z_]*' <<<"$info")
     case ${state#JobState=} in
       PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | RESIZING) sleep 0.25 ;;
