@@ -36,8 +36,8 @@ nlohmann::json epoch_json(const EpochResult& r) {
                       {"test_loss", r.test_loss},  {"test_acc", r.test_acc},   {"batch", r.batch},
                       {"throughput", r.throughput}, {"replans", r.replans}};
   // What an operator needs to tell a bad split from slow ranks: the fraction of the epoch each
-  // rank worked, and the epoch at the best split for the speeds they had (absent for an epoch
-  // read from a checkpoint written before they were kept).
+  // rank worked, and the epoch at the best split for the speeds they had (absent for the epochs
+  // a resumed run read from its checkpoint, which does not keep them).
   if (!r.busy.empty()) {
     j["busy"] = r.busy;
     j["busy_ideal_s"] = r.busy_ideal_s;
