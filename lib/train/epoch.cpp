@@ -158,6 +158,7 @@ EpochStats run_epoch(State& st, std::int64_t epoch) {
     first_step = st.resume_at->steps_done;
     es = st.resume_at->stats;
     es.stopped_after = -1;
+    es.continued = true;
     history.time.assign(static_cast<std::size_t>(first_step * world), 0.0f);
     history.count = history.time;
     history.work = history.time;

@@ -2,17 +2,21 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 
 namespace dbs::train::detail {
 namespace {
 
-constexpr const char* kHeader =
+// The header before the busy column: a resumed run appending to such a file keeps its columns.
+constexpr std::string_view kHeaderWithoutBusy =
     "epoch,rank,host,batch,samples,steps,compute_s,comm_s,throughput,epoch_s,images_per_s,"
-    "efficiency,train_loss,test_loss,test_acc,lr\n";
+    "efficiency,train_loss,test_loss,test_acc,lr";
+const std::string kHeader = std::string(kHeaderWithoutBusy) + ",busy";
 
 }  // namespace
 
@@ -21,9 +25,21 @@ MetricsFile::MetricsFile(const std::string& path, bool append)
   std::error_code ec;
   const bool empty = !append || !std::filesystem::exists(path, ec) ||
                      std::filesystem::file_size(path, ec) == 0;
+  if (csv_ && !empty) {  // continue the file in the columns it has, or refuse it untouched
+    std::ifstream in(path);
+    std::string first;
+    if (!std::getline(in, first)) throw InputError("--metrics " + path + ": cannot read its header");
+    if (first == kHeaderWithoutBusy) {
+      busy_ = false;
+    } else if (first != kHeader) {
+      throw InputError(format("--metrics %s: its first line is not a header this agent writes "
+                              "(expected \"%s\"); give another file to continue in",
+                              path.c_str(), kHeader.c_str()));
+    }
+  }
   out_.open(path, append ? std::ios::app : std::ios::trunc);
   if (!out_) throw InputError("--metrics " + path + ": cannot open for writing");
-  if (csv_ && empty) out_ << kHeader << std::flush;
+  if (csv_ && empty) out_ << kHeader << '\n' << std::flush;
 }
 
 void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> reports,
@@ -34,6 +50,7 @@ void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> re
     const auto i = static_cast<std::size_t>(rep.rank);
     const int batch = i < r.batch.size() ? r.batch[i] : rep.batch;
     const std::string& host = i < hosts.size() ? hosts[i] : std::string();
+    const bool busy_known = i < r.busy.size();
     if (csv_) {
       std::snprintf(line, sizeof line,
                     "%lld,%d,%s,%d,%lld,%lld,%.6f,%.6f,%.2f,%.6f,%.2f,%.6f,%.6f,%.6f,%.6f,%.9g\n",
@@ -42,8 +59,12 @@ void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> re
                     rep.compute_s, rep.comm_s, rep.throughput(), r.wall_s, r.images_per_s,
                     r.efficiency, r.train_loss, r.test_loss, r.test_acc, lr);
       block += line;
+      if (busy_) {  // the row ends in ",busy", empty where not known
+        block.pop_back();
+        block += busy_known ? format(",%.6f\n", r.busy[i]) : std::string(",\n");
+      }
     } else {
-      const nlohmann::json j = {{"epoch", r.epoch + 1},     {"rank", rep.rank},
+      nlohmann::json j = {{"epoch", r.epoch + 1},     {"rank", rep.rank},
                                 {"host", host},             {"batch", batch},
                                 {"samples", rep.samples},   {"steps", rep.steps},
                                 {"compute_s", rep.compute_s}, {"comm_s", rep.comm_s},
@@ -51,6 +72,7 @@ void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> re
                                 {"images_per_s", r.images_per_s}, {"efficiency", r.efficiency},
                                 {"train_loss", r.train_loss}, {"test_loss", r.test_loss},
                                 {"test_acc", r.test_acc},   {"lr", lr}};
+      if (busy_known) j["busy"] = r.busy[i];
       block += j.dump() + "\n";
     }
   }

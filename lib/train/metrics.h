@@ -4,7 +4,12 @@
 //   epoch (from 1), rank, host, batch (the rank's at the epoch's start), samples, steps,
 //   compute_s, comm_s, throughput (samples / compute second), epoch_s (the epoch's wall time),
 //   images_per_s (all ranks), efficiency, train_loss, test_loss, test_acc (fraction), lr (at
-//   the epoch's start; with warmup or decay it changes inside the epoch)
+//   the epoch's start; with warmup or decay it changes inside the epoch), busy (the part of the
+//   epoch's wall time the rank worked: gather, compute and update at its sustained rate; see
+//   EpochResult::busy)
+// A resumed run appends to the file: a CSV keeps the columns its header has (files written
+// before the busy column stay without it) and one whose first line is no header of ours is
+// refused, untouched.
 #pragma once
 
 #include <fstream>
@@ -29,6 +34,7 @@ class MetricsFile {
  private:
   std::string path_;
   bool csv_;
+  bool busy_ = true;  // CSV: the file has the busy column
   std::ofstream out_;
 };
 

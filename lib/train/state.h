@@ -51,6 +51,9 @@ struct EpochStats {
   double loss_sum = 0;         // over all ranks' samples
   std::int64_t samples = 0;    // over all ranks
   int replans = 0;
+  // Continued from a checkpoint taken inside it: wall_s and the report hold the steps before
+  // the interruption, State::timing only those after it.
+  bool continued = false;
   // With rebalance_every: every rank's report over the epoch's last K steps, which the next
   // plan is made from instead of the whole-epoch reports.
   std::vector<policy::Report> plan_reports;

@@ -202,7 +202,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     r.ideal_s = sum_v > 0 ? static_cast<double>(es.samples) / sum_v : 0.0;
     r.efficiency = r.ideal_s / es.wall_s;
     double sum_busy_v = 0.0;  // samples per busy second, summed over ranks
-    for (const auto& rep : reports) {
+    // Unknown for an epoch continued from a checkpoint: the timings miss the steps before it.
+    for (const auto& rep : es.continued ? std::span<const policy::Report>() : std::span(reports)) {
       const double busy = st.timings[static_cast<std::size_t>(rep.rank)].busy_s;
       r.busy.push_back(busy / es.wall_s);
       sum_busy_v += busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0;
@@ -222,11 +223,16 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
       metrics->write(r, reports, st.hosts, optim::learning_rate(cfg.schedule, static_cast<double>(e)));
     if (st.trace) {
       for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
-      st.trace->write({{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
-                       {"images_per_s", r.images_per_s}, {"ideal_s", r.ideal_s},
-                       {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
-                       {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
-                       {"replans", r.replans}, {"busy", r.busy}, {"busy_ideal_s", r.busy_ideal_s}});
+      nlohmann::json eval = {{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
+                             {"images_per_s", r.images_per_s}, {"ideal_s", r.ideal_s},
+                             {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+                             {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
+                             {"replans", r.replans}};
+      if (!r.busy.empty()) {  // absent for an epoch continued from a checkpoint
+        eval["busy"] = r.busy;
+        eval["busy_ideal_s"] = r.busy_ideal_s;
+      }
+      st.trace->write(eval);
       st.trace->write(trace::plan_record(next.plan, 0, next.source));
       st.trace->flush();
     }

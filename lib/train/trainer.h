@@ -28,7 +28,8 @@ struct EpochResult {
   std::vector<double> throughput;    // per rank, samples / compute second
   int replans = 0;            // plan changes inside the epoch (rebalance_every)
   // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
-  // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint.
+  // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint, and
+  // for one continued from a checkpoint taken inside it (its timings miss the earlier steps).
   std::vector<double> busy;
   // N / sum over ranks of samples_r / busy_r seconds: the epoch had every rank worked all of it
   // at the rate it had in this epoch, i.e. the best split for these speeds (0 = unknown).

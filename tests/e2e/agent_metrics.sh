@@ -1,5 +1,6 @@
 # --metrics: one row per epoch and rank (CSV or JSONL), into folders created at start; the
-# rows agree with the summary; the README's gnuplot line plots it. Log lines carry an ISO 8601
+# rows agree with the summary (busy included); a resumed run keeps the CSV's columns and refuses
+# a file that is not ours; the README's gnuplot line plots it. Log lines carry an ISO 8601
 # UTC timestamp and the rank. --decay-epochs counts epochs from 1 (the lr column shows it).
 source "$(dirname "$0")/common.bash"
 args=(--model lenet --epochs 2 --train-limit 256 --test-limit 128 --batch 64 --optimizer sgd
@@ -13,7 +14,7 @@ import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 summary = json.load(open(sys.argv[2]))
 want = ["epoch", "rank", "host", "batch", "samples", "steps", "compute_s", "comm_s", "throughput",
-        "epoch_s", "images_per_s", "efficiency", "train_loss", "test_loss", "test_acc", "lr"]
+        "epoch_s", "images_per_s", "efficiency", "train_loss", "test_loss", "test_acc", "lr", "busy"]
 assert list(rows[0].keys()) == want, rows[0].keys()
 assert [(r["epoch"], r["rank"]) for r in rows] == [("1", "0"), ("2", "0")], rows
 for r, e in zip(rows, summary["epochs"]):
@@ -21,9 +22,30 @@ for r, e in zip(rows, summary["epochs"]):
     assert abs(float(r["train_loss"]) - e["train_loss"]) < 1e-5, (r, e)
     assert abs(float(r["test_acc"]) - e["test_acc"]) < 1e-5, (r, e)
     assert abs(float(r["throughput"]) - 256 / float(r["compute_s"])) < 0.01 * float(r["throughput"]), r
+    assert 0 < float(r["busy"]) <= 1 and abs(float(r["busy"]) - e["busy"][0]) < 1e-5, (r, e)
 # --decay-epochs 2: the second epoch (counted from 1) runs at half the rate, the first does not.
 assert float(rows[0]["lr"]) == 0.02 and float(rows[1]["lr"]) == 0.01, [r["lr"] for r in rows]
-print("csv ok:", len(rows), "rows, lr", [r["lr"] for r in rows])
+print("csv ok:", len(rows), "rows, lr", [r["lr"] for r in rows], "busy", [r["busy"] for r in rows])
+PY
+
+# A resumed run appends in the columns the file has: a file from before the busy column goes on
+# without it; a file whose first line is no header of ours is refused and left as it was.
+"$AGENT" "${args[@]}" --epochs 1 --checkpoint "$TMP/ck" --metrics "$TMP/old.csv" >/dev/null 2>&1 ||
+  fail "one-epoch run for the resume cases failed"
+cut -d, -f1-16 "$TMP/old.csv" >"$TMP/old16.csv" && mv "$TMP/old16.csv" "$TMP/old.csv"
+printf 'when,what\n1,2\n' >"$TMP/foreign.csv"
+cp "$TMP/foreign.csv" "$TMP/foreign.before"
+expect_fail "--metrics $TMP/foreign.csv: its first line is not a header this agent writes" \
+  "$AGENT" "${args[@]}" --checkpoint "$TMP/ck" --resume --metrics "$TMP/foreign.csv"
+cmp -s "$TMP/foreign.csv" "$TMP/foreign.before" || fail "the refused metrics file was changed"
+"$AGENT" "${args[@]}" --checkpoint "$TMP/ck" --resume --metrics "$TMP/old.csv" >/dev/null 2>"$TMP/err3" ||
+  fail "resume onto a metrics file without busy failed: $(cat "$TMP/err3")"
+python3 - "$TMP/old.csv" <<'PY' || fail "resumed run did not keep the file's columns"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0][-1] == "lr" and len(rows) == 3 and all(len(r) == 16 for r in rows), rows
+assert [r[0] for r in rows[1:]] == ["1", "2"], rows
+print("resumed onto a file without busy: 16 columns kept,", len(rows) - 1, "rows")
 PY
 
 # Every log line: "2026-11-22T23:40:01.123Z dbs [rank 0] info: ...".
@@ -48,6 +70,7 @@ for e in (1, 2):
     assert sum(r["samples"] for r in mine) == 256, mine
     assert sum(r["batch"] for r in mine) == 64, mine
     assert len({r["train_loss"] for r in mine}) == 1, mine
+    assert all(0 < r["busy"] <= 1 for r in mine), mine
 print("jsonl ok:", len(rows), "rows")
 PY
 grep -q "\[rank 1\]" "$TMP/err2" || fail "rank 1 logs without its rank"

@@ -50,7 +50,7 @@ finish() {  # finish NAME: waits for mpirun, sets $rc
 
 # 1. SIGINT to rank 1 only: both ranks stop after the same step, exit 130.
 start int --checkpoint "$TMP/ck" --summary "$TMP/int/summary.json" --trace "$TMP/int/trace.jsonl" \
-  --save-weights "$TMP/int/w.bin"
+  --save-weights "$TMP/int/w.bin" --metrics "$TMP/int/metrics.csv"
 wait_steps int
 kill -INT "$(rank_pid "$mp" 1)"
 finish int
@@ -68,13 +68,26 @@ echo "SIGINT to rank 1: both ranks stopped after step $step of epoch 1, checkpoi
 
 # 2. --resume continues with the next step; the result is the uninterrupted run's, bit for bit.
 "${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --no-progress --checkpoint "$TMP/ck" --resume \
-  --save-weights "$TMP/resumed.bin" >"$TMP/resume.out" 2>"$TMP/resume.err" ||
-  fail "resume failed: $(cat "$TMP/resume.err")"
+  --save-weights "$TMP/resumed.bin" --metrics "$TMP/int/metrics.csv" --summary "$TMP/resumed.json" \
+  >"$TMP/resume.out" 2>"$TMP/resume.err" || fail "resume failed: $(cat "$TMP/resume.err")"
 grep -qE "\[rank 0\] info: resumed from epoch 1, step $((step + 1)) of 32 \(checkpoint .*/ck, written [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\)" \
   "$TMP/resume.err" || fail "no resume message: $(cat "$TMP/resume.err")"
 read -r diff _ < <(weights_compare "$TMP/resumed.bin" "$TMP/ref.bin")
 [ "$diff" = "0.0" ] || fail "resumed weights differ from the uninterrupted run's by $diff"
 echo "resumed from step $((step + 1)): final weights equal the uninterrupted run's"
+# The continued epoch's busy figures are unknown (its timings miss the steps before the stop):
+# left out of the summary, empty in the metrics; the next epoch has them.
+python3 - "$TMP/int/metrics.csv" "$TMP/resumed.json" <<'PY' || fail "busy of the continued epoch"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["epoch"], r["rank"]) for r in rows] == [("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")], rows
+assert [r["busy"] for r in rows[:2]] == ["", ""], rows
+assert all(0 < float(r["busy"]) <= 1 for r in rows[2:]), rows
+e1, e2 = json.load(open(sys.argv[2]))["epochs"]
+assert "busy" not in e1 and "busy_ideal_s" not in e1, e1
+assert len(e2["busy"]) == 2 and e2["busy_ideal_s"] > 0, e2
+print("continued epoch: busy left out; epoch 2 busy", e2["busy"])
+PY
 
 # 3. SIGTERM to mpirun (what kill and Ctrl-C do): Open MPI sends the ranks SIGTERM one second
 #    later (odls_base_sigkill_timeout) and SIGKILL a second after that; they stop in time.
