@@ -53,25 +53,23 @@ void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> re
     const bool busy_known = i < r.busy.size();
     if (csv_) {
       std::snprintf(line, sizeof line,
-                    "%lld,%d,%s,%d,%lld,%lld,%.6f,%.6f,%.2f,%.6f,%.2f,%.6f,%.6f,%.6f,%.6f,%.9g\n",
+                    "%lld,%d,%s,%d,%lld,%lld,%.6f,%.6f,%.2f,%.6f,%.2f,%.6f,%.6f,%.6f,%.6f,%.9g",
                     static_cast<long long>(r.epoch + 1), rep.rank, host.c_str(), batch,
                     static_cast<long long>(rep.samples), static_cast<long long>(rep.steps),
                     rep.compute_s, rep.comm_s, rep.throughput(), r.wall_s, r.images_per_s,
                     r.efficiency, r.train_loss, r.test_loss, r.test_acc, lr);
       block += line;
-      if (busy_) {  // the row ends in ",busy", empty where not known
-        block.pop_back();
-        block += busy_known ? format(",%.6f\n", r.busy[i]) : std::string(",\n");
-      }
+      if (busy_) block += busy_known ? format(",%.6f", r.busy[i]) : std::string(",");  // empty: unknown
+      block += '\n';
     } else {
       nlohmann::json j = {{"epoch", r.epoch + 1},     {"rank", rep.rank},
-                                {"host", host},             {"batch", batch},
-                                {"samples", rep.samples},   {"steps", rep.steps},
-                                {"compute_s", rep.compute_s}, {"comm_s", rep.comm_s},
-                                {"throughput", rep.throughput()}, {"epoch_s", r.wall_s},
-                                {"images_per_s", r.images_per_s}, {"efficiency", r.efficiency},
-                                {"train_loss", r.train_loss}, {"test_loss", r.test_loss},
-                                {"test_acc", r.test_acc},   {"lr", lr}};
+                          {"host", host},             {"batch", batch},
+                          {"samples", rep.samples},   {"steps", rep.steps},
+                          {"compute_s", rep.compute_s}, {"comm_s", rep.comm_s},
+                          {"throughput", rep.throughput()}, {"epoch_s", r.wall_s},
+                          {"images_per_s", r.images_per_s}, {"efficiency", r.efficiency},
+                          {"train_loss", r.train_loss}, {"test_loss", r.test_loss},
+                          {"test_acc", r.test_acc},   {"lr", lr}};
       if (busy_known) j["busy"] = r.busy[i];
       block += j.dump() + "\n";
     }
