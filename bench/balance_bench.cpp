@@ -23,7 +23,8 @@
 // the one-at-a-time ideal leaves that out, the concurrent one includes it. On separate hosts the
 // two agree. Inside each run: per epoch busy (per rank, the part of the epoch it worked at its
 // sustained rate) and busy_ideal_s (the best split for the speeds the ranks had in that epoch);
-// steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift.
+// steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift. Rank 0
+// prints the JSON on stdout, then the steady-state figures as a table on stderr (print_summary).
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +47,7 @@
 #include "bench/cgroup.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
@@ -218,6 +221,60 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
           {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
 }
 
+// A run's bracket drift (one-at-a-time or concurrent) beyond this, either way, makes the summary
+// say that its ratio to that bracket is no better than the drift.
+constexpr double kDriftNote = 0.10;
+
+// The JSON's steady-state figures as a table on stderr, one line per run, for a reader at the
+// terminal (the JSON on stdout is the record). A figure the options left out is "-".
+void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::FILE* f) {
+  const auto num = [](const nlohmann::json& r, const char* key, int digits) {
+    const auto it = r.find(key);
+    if (it == r.end() || !it->is_number() || it->get<double>() == 0) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.*fx", digits, it->get<double>());
+    return std::string(b);
+  };
+  const auto pct = [](const nlohmann::json& r, const char* key) {
+    const auto it = r.find(key);
+    if (it == r.end() || !it->is_number()) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%+.1f%%", 100 * it->get<double>());
+    return std::string(b);
+  };
+  std::fprintf(f,
+               "dbs-bench balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
+               "(drift: the stand-alone ideal after the run over the one before, - 1)\n",
+               out["ranks"].get<int>(), steady_from, epochs);
+  std::fprintf(f, "%-14s %8s %12s %9s %7s %11s %7s %11s %9s %7s\n", "run", "epoch_s",
+               "/independent", "/bracket", "drift", "/concurrent", "drift", "/best_split",
+               "vs_static", "changes");
+  std::vector<std::string> notes;
+  for (const auto& r : out["runs"]) {
+    const std::string name = r["run"].get<std::string>();
+    const int steady = r["steady_epochs"].get<int>();
+    const double mean = steady > 0 ? r["steady_wall_s"].get<double>() / steady : 0.0;
+    std::fprintf(f, "%-14s %8.3f %12s %9s %7s %11s %7s %11s %9s %7d\n", name.c_str(), mean,
+                 num(r, "steady_ratio_to_independent", 3).c_str(),
+                 num(r, "steady_ratio_to_bracket", 3).c_str(), pct(r, "bracket_drift").c_str(),
+                 num(r, "steady_ratio_to_concurrent_bracket", 3).c_str(),
+                 pct(r, "concurrent_bracket_drift").c_str(),
+                 num(r, "steady_ratio_to_busy_ideal", 3).c_str(),
+                 num(r, "speedup_vs_static", 2).c_str(),
+                 r["steady_plan_changes"].get<int>());
+    for (const auto& [key, what, column] :
+         {std::tuple{"bracket_drift", "stand-alone", "/bracket"},
+          std::tuple{"concurrent_bracket_drift", "concurrent", "/concurrent"}}) {
+      const auto drift = r.find(key);
+      if (drift != r.end() && std::abs(drift->get<double>()) > kDriftNote)
+        notes.push_back(format("note: run %s: the %s ideal moved by %+.1f%% from the round before "
+                               "it to the one after: its %s is no better than that",
+                               name.c_str(), what, 100 * drift->get<double>(), column));
+    }
+  }
+  for (const auto& n : notes) std::fprintf(f, "%s\n", n.c_str());
+}
+
 int run_balance(const BalanceOptions& given) {
   BalanceOptions o = given;
   o.runs = join_fixed_sizes(given.runs);
@@ -334,8 +391,8 @@ int run_balance(const BalanceOptions& given) {
         r["steady_ratio_to_concurrent_bracket"] = cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
       }
     }
-    if (comm->rank() == 0)
-      std::puts(nlohmann::json({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
+    if (comm->rank() == 0) {
+      const nlohmann::json out({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
                                 {"quota", o.quota}, {"wait", o.wait}, {"allreduce", o.allreduce},
@@ -346,9 +403,11 @@ int run_balance(const BalanceOptions& given) {
                                 {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
                                 {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_of(together.front(), n)},
                                 {"solo_rounds", round_list},
-                                {"steady_from_epoch", o.steady_from}, {"runs", runs}})
-                    .dump(2)
-                    .c_str());
+                                {"steady_from_epoch", o.steady_from}, {"runs", runs}});
+      std::puts(out.dump(2).c_str());
+      std::fflush(stdout);
+      print_summary(out, o.steady_from, o.epochs, stderr);
+    }
   } catch (const std::exception& e) {
     log::error(e.what());
     group.reset();  // leave and remove the cgroup: MPI_Abort ends the process

@@ -138,6 +138,33 @@ assert runs["static"]["speedup_vs_static"] == 1.0
 assert runs["dbs"]["epochs"][1]["batch"][0] > runs["dbs"]["epochs"][1]["batch"][1], runs["dbs"]
 print("balance: independent ideal %.3f s before, %.3f s after" % (d["independent_ideal_s"], d["independent_ideal_after_s"]))
 PY
+# The same figures as a table on stderr: a line per run that agrees with the JSON, and a note for
+# each bracket (one-at-a-time, concurrent) of a run that drifted beyond 10% (and for no other).
+python3 - "$TMP/balance.json" "$TMP/balance.err" <<'PY' || fail "balance summary on stderr"
+import json, sys
+d = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().splitlines()
+head = [i for i, l in enumerate(lines) if l.startswith("run ")]
+assert len(head) == 1 and lines[head[0]].split()[1:] == ["epoch_s", "/independent", "/bracket", "drift",
+    "/concurrent", "drift", "/best_split", "vs_static", "changes"], lines
+rows = {l.split()[0]: l.split()[1:] for l in lines[head[0] + 1:] if not l.startswith("note:")}
+assert set(rows) == {"static", "dbs"}, rows
+x = lambda s: float(s.rstrip("x%"))
+for r in d["runs"]:
+    f = rows[r["run"]]
+    assert abs(x(f[0]) - r["steady_wall_s"] / r["steady_epochs"]) <= 6e-4, (f, r)
+    for k, key in ((1, "steady_ratio_to_independent"), (2, "steady_ratio_to_bracket"),
+                   (4, "steady_ratio_to_concurrent_bracket"), (6, "steady_ratio_to_busy_ideal")):
+        assert abs(x(f[k]) - r[key]) <= 6e-4, (k, f, r[key])
+    assert abs(x(f[3]) - 100 * r["bracket_drift"]) <= 0.06, (f, r["bracket_drift"])
+    assert abs(x(f[7]) - r["speedup_vs_static"]) <= 6e-3 and int(f[8]) == r["steady_plan_changes"], (f, r)
+notes = [l for l in lines if l.startswith("note: run ")]
+want = [(r["run"], what) for r in d["runs"]
+        for key, what in (("bracket_drift", "stand-alone"), ("concurrent_bracket_drift", "concurrent"))
+        if abs(r[key]) > 0.10]
+assert [(n.split()[2].rstrip(":"), n.split()[4]) for n in notes] == want, (notes, want)
+print("balance summary: %d runs, %d drift note(s)" % (len(rows), len(notes)))
+PY
 "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
   --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static,dbs,fixed:40,24 --no-solo-after --no-solo-between \
   >"$TMP/balance1.json" 2>"$TMP/balance1.err" || { cat "$TMP/balance1.err"; fail "balance --no-solo-after failed"; }
