@@ -228,19 +228,14 @@ constexpr double kDriftNote = 0.10;
 // The JSON's steady-state figures as a table on stderr, one line per run, for a reader at the
 // terminal (the JSON on stdout is the record). A figure the options left out is "-".
 void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::FILE* f) {
-  const auto num = [](const nlohmann::json& r, const char* key, int digits) {
-    const auto it = r.find(key);
-    if (it == r.end() || !it->is_number() || it->get<double>() == 0) return std::string("-");
-    char b[32];
-    std::snprintf(b, sizeof b, "%.*fx", digits, it->get<double>());
-    return std::string(b);
-  };
-  const auto pct = [](const nlohmann::json& r, const char* key) {
+  // r[key] as a ratio ("1.234x", digits after the point) or, where digits < 0, as a signed
+  // percentage ("+1.2%"); "-" where the options left it out (absent, or a ratio of 0).
+  const auto field = [](const nlohmann::json& r, const char* key, int digits) {
     const auto it = r.find(key);
     if (it == r.end() || !it->is_number()) return std::string("-");
-    char b[32];
-    std::snprintf(b, sizeof b, "%+.1f%%", 100 * it->get<double>());
-    return std::string(b);
+    const double v = it->get<double>();
+    if (digits < 0) return format("%+.1f%%", 100 * v);
+    return v == 0 ? std::string("-") : format("%.*fx", digits, v);
   };
   std::fprintf(f,
                "dbs-bench balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
@@ -255,12 +250,13 @@ void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::
     const int steady = r["steady_epochs"].get<int>();
     const double mean = steady > 0 ? r["steady_wall_s"].get<double>() / steady : 0.0;
     std::fprintf(f, "%-14s %8.3f %12s %9s %7s %11s %7s %11s %9s %7d\n", name.c_str(), mean,
-                 num(r, "steady_ratio_to_independent", 3).c_str(),
-                 num(r, "steady_ratio_to_bracket", 3).c_str(), pct(r, "bracket_drift").c_str(),
-                 num(r, "steady_ratio_to_concurrent_bracket", 3).c_str(),
-                 pct(r, "concurrent_bracket_drift").c_str(),
-                 num(r, "steady_ratio_to_busy_ideal", 3).c_str(),
-                 num(r, "speedup_vs_static", 2).c_str(),
+                 field(r, "steady_ratio_to_independent", 3).c_str(),
+                 field(r, "steady_ratio_to_bracket", 3).c_str(),
+                 field(r, "bracket_drift", -1).c_str(),
+                 field(r, "steady_ratio_to_concurrent_bracket", 3).c_str(),
+                 field(r, "concurrent_bracket_drift", -1).c_str(),
+                 field(r, "steady_ratio_to_busy_ideal", 3).c_str(),
+                 field(r, "speedup_vs_static", 2).c_str(),
                  r["steady_plan_changes"].get<int>());
     for (const auto& [key, what, column] :
          {std::tuple{"bracket_drift", "stand-alone", "/bracket"},
