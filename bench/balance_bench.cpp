@@ -3,28 +3,28 @@
 // speedup over static. A run is "static", "dbs", "dbs-rate", "fixed:..." or "dbs@K" (dbs
 // re-planning every K steps as well; also dbs-rate@K).
 //
-// --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without
-// a quota unlimited) for the whole benchmark. The independent ideal: before the runs, each rank
-// in turn trains alone (a world of one, global batch B, --solo-epochs epochs of
-// --solo-limit samples) while the others sleep in a barrier; its rate v_r is the last solo
-// epoch's samples / wall s, and independent_ideal_s = N / sum_r v_r per epoch: what a perfect
-// split of the data would take with every rank at its stand-alone speed. The stand-alone runs
-// are made again after the policy runs (unless --no-solo-after): independent_ideal_after_s, and
-// independent_drift = after / before - 1, say how much the machine's speed moved meanwhile (a
-// shared VM's cores do: the ratios to the ideal are only as good as that). Unless
-// --no-solo-between, they are made between the policy runs too, so that each run is bracketed by
-// the stand-alone runs just before and just after it: its bracket ideal is the mean of those two
-// ideals (steady_ratio_to_bracket), its bracket_drift how far they differ. The whole-benchmark
-// ideals compare a run with rates measured minutes away from it; on this VM those moved by up to
-// 22% on one rank between the first and the last stand-alone run. Unless --no-solo-concurrent,
-// every round is followed by a concurrent one: all ranks train alone at the same time
-// (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket). On one host, ranks
-// slow each other down even without communicating (the other vCPU, caches, memory bandwidth):
+// --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without a
+// quota unlimited) for the whole benchmark; --quota none, as --disturb none, holds none. The
+// independent ideal: before the runs, each rank in turn trains alone (a world of one, global batch
+// B, --solo-epochs epochs of --solo-limit samples) while the others sleep in a barrier; its rate
+// v_r is the last solo epoch's samples / wall s, and independent_ideal_s = N / sum_r v_r per epoch:
+// what a perfect split of the data would take with every rank at its stand-alone speed. The
+// stand-alone runs are made again after the policy runs (unless --no-solo-after):
+// independent_ideal_after_s, and independent_drift = after / before - 1, say how much the machine's
+// speed moved meanwhile (a shared VM's cores do: the ratios to the ideal are only as good as that).
+// Unless --no-solo-between, they are made between the policy runs too, so that each run is
+// bracketed by the stand-alone runs just before and just after it: its bracket ideal is the mean of
+// those two ideals (steady_ratio_to_bracket), its bracket_drift how far they differ. The
+// whole-benchmark ideals compare a run with rates measured minutes away from it; on this VM those
+// moved by up to 22% on one rank between the first and the last stand-alone run. Unless
+// --no-solo-concurrent, every round is followed by a concurrent one: all ranks train alone at the
+// same time (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket). On one host,
+// ranks slow each other down even without communicating (the other vCPU, caches, memory bandwidth):
 // the one-at-a-time ideal leaves that out, the concurrent one includes it. On separate hosts the
 // two agree. Inside each run: per epoch busy (per rank, the part of the epoch it worked at its
 // sustained rate) and busy_ideal_s (the best split for the speeds the ranks had in that epoch);
-// steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift. Rank 0
-// prints the JSON on stdout, then the steady-state figures as a table on stderr (print_summary).
+// steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift. Rank 0 prints
+// the JSON on stdout, then the steady-state figures as a table on stderr (print_summary).
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -274,6 +274,8 @@ void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::
 int run_balance(const BalanceOptions& given) {
   BalanceOptions o = given;
   o.runs = join_fixed_sizes(given.runs);
+  // "none" (as --disturb none) and "" hold no rank to a quota
+  std::erase_if(o.quota, [](const std::string& q) { return q.empty() || q == "none"; });
   try {  // every run's config, before anything runs
     for (const auto& run : o.runs) run_config(o, run);
   } catch (const ConfigError& e) {
@@ -428,7 +430,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
   cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-rate, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
-  cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups)");
+  cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups; none for none)");
   cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
   cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(dbs::cli::at_least(0));

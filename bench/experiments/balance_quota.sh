@@ -10,10 +10,11 @@
 # left by a killed run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-build}
-[ $# -gt 0 ] && shift
+build=build
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
-bench="$root/$build/bench/dbs-bench"
+case $build in /*) ;; *) build=$root/$build ;; esac  # relative to the source root
+bench="$build/bench/dbs-bench"
 [ -x "$bench" ] || { echo "balance_quota.sh: no $bench (build first)" >&2; exit 1; }
 
 # The defaults; an option given after -- replaces its default.
