@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The tally of a balance set (bench/experiments/balance_set.sh): one line per run of the
+policy (default dbs) in each case, and how many runs met the targets.
+
+    bench/experiments/balance_set.py DIR [--policy NAME]
+
+DIR holds quota<i>.json and sleep<i>.json, dbs-bench balance's JSON. The targets, over the
+steady epochs: the quota case within 1.10x of the bracketed stand-alone ideal, at least 1.8x
+faster than static and at most one plan change; the sleep case within 1.05x of it. Each run's
+ratio is only as good as its bracket's drift (the stand-alone ideal after the run over the one
+before): the runs whose bracket moved by more than 10% are counted too. The same counts against
+the concurrent bracket (every rank alone at once: what ranks on one host cost each other) and
+against the best split for the speeds the ranks had in the run are given for reference.
+Exits 1 where DIR holds no results or a file cannot be read.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+DRIFT_NOTE = 0.10  # as dbs-bench balance's summary notes (kDriftNote)
+TARGETS = {  # case: (/bracket at most, vs static at least, plan changes at most)
+    "quota": (1.10, 1.8, 1),
+    "sleep": (1.05, None, None),
+}
+
+
+def fail(msg):
+    print("balance_set.py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def load(path, case, policy):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        fail("%s: cannot read it: %s" % (path, e))
+    try:
+        quota = [q for q in d["quota"] if q not in ("", "none")]
+        if case == "quota" and not quota:
+            fail("%s: a quota run without --quota" % path)
+        if case == "sleep" and quota:
+            fail("%s: a sleep run with --quota %s" % (path, ",".join(quota)))
+        runs = {r["run"]: r for r in d["runs"]}
+        if policy not in runs:
+            fail("%s: no run '%s' (runs: %s)" % (path, policy, ", ".join(runs)))
+        r = runs[policy]
+        steady = r["steady_epochs"]
+        first = d["steady_from_epoch"]
+        plans = ["/".join(str(b) for b in e["batch"]) for e in r["epochs"]]
+        plans = [plans[first - 2] if first >= 2 else "-"] + plans[first - 1:]
+        return {
+            "epoch_s": r["steady_wall_s"] / steady if steady else 0.0,
+            "plans": plans,
+            "bracket": r.get("steady_ratio_to_bracket"),
+            "drift": r.get("bracket_drift"),
+            "concurrent": r.get("steady_ratio_to_concurrent_bracket"),
+            "cdrift": r.get("concurrent_bracket_drift"),
+            "best": r.get("steady_ratio_to_busy_ideal"),
+            "static": r.get("speedup_vs_static"),
+            "changes": r["steady_plan_changes"],
+            "spec": ",".join(quota) if case == "quota" else ",".join(
+                q for q in d["disturb"] if q not in ("", "none")),
+        }
+    except (KeyError, TypeError, IndexError, ZeroDivisionError) as e:
+        fail("%s: not dbs-bench balance's JSON (%s: %s)" % (path, type(e).__name__, e))
+
+
+def ratio(v):
+    return "-" if v is None or v == 0 else "%.3fx" % v
+
+
+def pct(v):
+    return "-" if v is None else "%+.1f%%" % (100 * v)
+
+
+def plans(ps):
+    out = []  # "181/75 -> 196/60 x2, 200/56": the plan before the steady epochs, then theirs
+    for p in ps[1:]:
+        if out and out[-1][0] == p:
+            out[-1][1] += 1
+        else:
+            out.append([p, 1])
+    return ps[0] + " -> " + ", ".join(p if n == 1 else "%s x%d" % (p, n) for p, n in out)
+
+
+def count(rows, key, ok, zero_is_absent=True):
+    have = [r for r in rows if r[key] is not None and not (zero_is_absent and r[key] == 0)]
+    return "%d of %d" % (sum(1 for r in have if ok(r[key])), len(have)) if have else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--policy", default="dbs")
+    a = ap.parse_args()
+    if not os.path.isdir(a.dir):
+        fail("%s: no such directory" % a.dir)
+    found = {}
+    for name in os.listdir(a.dir):
+        m = re.fullmatch(r"(quota|sleep)([0-9]+)\.json", name)
+        if m:
+            found.setdefault(m.group(1), []).append((int(m.group(2)), name))
+    if not found:
+        fail("%s: no quota<i>.json or sleep<i>.json" % a.dir)
+    print("balance set %s: policy %s, steady epochs; ratios of the epoch time to each ideal, "
+          "drift of each bracket in brackets" % (a.dir, a.policy))
+    for case in ("quota", "sleep"):
+        if case not in found:
+            continue
+        rows = [load(os.path.join(a.dir, name), case, a.policy) for _, name in sorted(found[case])]
+        top, speed, changes = TARGETS[case]
+        specs = sorted({r["spec"] for r in rows})
+        print("\n%s case (%s), %d run(s):" % (case, "; ".join(specs), len(rows)))
+        print("%3s %8s %18s %18s %11s %9s %7s  %s" % (
+            "run", "epoch_s", "/bracket (drift)", "/concurrent", "/best_split", "vs_static",
+            "changes", "plans (the epoch before -> steady epochs)"))
+        for i, r in enumerate(rows, 1):
+            print("%3d %8.3f %18s %18s %11s %9s %7d  %s" % (
+                i, r["epoch_s"], "%s (%s)" % (ratio(r["bracket"]), pct(r["drift"])),
+                "%s (%s)" % (ratio(r["concurrent"]), pct(r["cdrift"])), ratio(r["best"]),
+                ratio(r["static"]), r["changes"], plans(r["plans"])))
+        print("  target: within %.2fx of the bracketed stand-alone ideal: %s" % (
+            top, count(rows, "bracket", lambda v: v <= top)))
+        if speed is not None:
+            print("  target: at least %.1fx faster than static: %s" % (
+                speed, count(rows, "static", lambda v: v >= speed)))
+        if changes is not None:
+            print("  target: at most %d plan change(s) in the steady epochs: %d of %d" % (
+                changes, sum(1 for r in rows if r["changes"] <= changes), len(rows)))
+        print("  for reference: within %.2fx of the concurrent bracket %s, of the best split %s;"
+              " brackets that drifted by more than %d%%: %s" % (
+                  top, count(rows, "concurrent", lambda v: v <= top),
+                  count(rows, "best", lambda v: v <= top), round(100 * DRIFT_NOTE),
+                  count(rows, "drift", lambda v: abs(v) > DRIFT_NOTE, False)))
+
+
+if __name__ == "__main__":
+    main()

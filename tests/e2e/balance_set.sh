@@ -1,0 +1,92 @@
+# bench/experiments/balance_set.sh: the set's files, its tally against the runs' JSON, and what
+# bad options, a failing run and bad files get (figures are not judged: benchmarks, not tests).
+source "$(dirname "$0")/common.bash"
+SET=bench/experiments/balance_set.sh
+TALLY=bench/experiments/balance_set.py
+set_fails() { local want=$1; shift; expect_fail "$want" "$SET" "$BUILD" "$@"; }  # before any run
+set_fails "--sets '0': expected a whole number >= 1" --sets 0 --out "$TMP/x"
+set_fails "--cases 'quota,slow': 'slow' is not quota or sleep" --cases quota,slow --out "$TMP/x"
+set_fails "'--quota' after --: the cases set it" --out "$TMP/x" -- --quota 1=0.5
+set_fails "'--trace-dir=t' after --" --out "$TMP/x" -- --trace-dir=t
+set_fails "unknown option '--set'" --set 2
+expect_fail "no /nonexistent/bench/dbs-bench (build first)" "$SET" /nonexistent --out "$TMP/x"
+[ ! -e "$TMP/x" ] || fail "a refused set made its --out"
+echo "balance_set.sh option errors ok"
+
+# One set on a small lenet run: the sleep case always, the quota case where this machine lets us
+# make CPU cgroups (root, cgroup v1's cpu controller).
+CG=/sys/fs/cgroup/cpu
+cases=sleep
+if [ "$(id -u)" = 0 ] && [ -w "$CG/cgroup.procs" ] && [ -e "$CG/cpu.cfs_quota_us" ]; then
+  cases=quota,sleep
+else
+  echo "skip: the quota case needs root and cgroup v1's cpu controller at $CG (not here)"
+fi
+small=(--model lenet --epochs 2 --steady-from 2 --batch 64 --train-limit 256 --test-limit 64 --solo-limit 128)
+"$SET" "$BUILD" --sets 1 --cases "$cases" --quota 1=0.5 --out "$TMP/set" -- "${small[@]}" \
+  >"$TMP/set.out" 2>"$TMP/set.err" || { cat "$TMP/set.err"; fail "balance_set.sh failed"; }
+for c in ${cases//,/ }; do
+  [ -s "$TMP/set/${c}1.json" ] && [ -s "$TMP/set/${c}1.err" ] && [ -s "$TMP/set/${c}1/dbs.jsonl" ] ||
+    fail "$c: missing files: $(ls "$TMP/set")"
+done
+ls "$TMP/set" | grep -q '\.part$' && fail "a .part file was left: $(ls "$TMP/set")"
+# The tally's rows and counts, recomputed from the JSON.
+python3 - "$TMP/set" "$TMP/set.out" "$cases" <<'PY' || fail "the tally does not match the JSON"
+import json, re, sys
+d, out, cases = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3].split(",")
+limits = {"quota": 1.10, "sleep": 1.05}
+for case in cases:
+    j = json.load(open("%s/%s1.json" % (d, case)))
+    assert (j["quota"] == ["1=0.5"]) == (case == "quota") and (j["disturb"] == ["none"]) == (case == "quota"), j
+    r = {x["run"]: x for x in j["runs"]}["dbs"]
+    block = out.split("\n%s case (" % case)[1].split("\n\n")[0]
+    row = re.search(r"^\s+1\s+(\S+)\s+(\S+)x \((\S+)%\)\s+(\S+)x \((\S+)%\)\s+(\S+)x\s+(\S+)x\s+(\d+)\s+(.*)$",
+                    block, re.M)
+    assert row, block
+    g = row.groups()
+    want = [r["steady_wall_s"] / r["steady_epochs"], r["steady_ratio_to_bracket"], 100 * r["bracket_drift"],
+            r["steady_ratio_to_concurrent_bracket"], 100 * r["concurrent_bracket_drift"],
+            r["steady_ratio_to_busy_ideal"], r["speedup_vs_static"]]
+    for got, w, half in zip(g[:7], want, [5e-4, 5e-4, 0.05, 5e-4, 0.05, 5e-4, 5e-4]):  # printed digits
+        assert abs(float(got) - w) <= half * 1.001, (case, g, want)
+    assert int(g[7]) == r["steady_plan_changes"], (g, r["steady_plan_changes"])
+    plans = ["/".join(map(str, e["batch"])) for e in r["epochs"]]
+    assert g[8].startswith(plans[0] + " -> " + plans[1]), (g[8], plans)
+    met = int(r["steady_ratio_to_bracket"] <= limits[case])
+    assert "within %.2fx of the bracketed stand-alone ideal: %d of 1" % (limits[case], met) in block, block
+    if case == "quota":
+        assert "at least 1.8x faster than static: %d of 1" % int(r["speedup_vs_static"] >= 1.8) in block, block
+        assert "at most 1 plan change(s) in the steady epochs: %d of 1" % int(r["steady_plan_changes"] <= 1) in block, block
+    drifted = int(abs(r["bracket_drift"]) > 0.10)
+    assert "more than 10%%: %d of 1" % drifted in block, block
+    print("%s: tally ok (/bracket %.3f, met %d)" % (case, r["steady_ratio_to_bracket"], met))
+PY
+# The tally alone prints the same again; --policy picks another run.
+python3 "$TALLY" "$TMP/set" >"$TMP/again.out" || fail "balance_set.py on the set failed"
+cmp -s "$TMP/again.out" "$TMP/set.out" || fail "balance_set.py printed another tally: $(diff "$TMP/set.out" "$TMP/again.out")"
+python3 "$TALLY" "$TMP/set" --policy static | grep -q "policy static" || fail "--policy static"
+set_fails "--out '$TMP/set' already holds results" --out "$TMP/set"
+echo "balance_set.sh: one set of $cases ok"
+
+# A run that fails (rank 5 in a world of 2): non-zero, named, its stderr kept, no JSON.
+if "$SET" "$BUILD" --sets 1 --cases sleep --out "$TMP/failing" -- --runs static,fixed:1,2,3 \
+    >"$TMP/failing.out" 2>"$TMP/failing.err"; then fail "a failing run gave exit 0"; fi
+grep -q "sleep run 1 failed" "$TMP/failing.err" || fail "failing run not named: $(cat "$TMP/failing.err")"
+[ -s "$TMP/failing/sleep1.err" ] && ! ls "$TMP/failing" | grep -q json ||
+  fail "a failing run left: $(ls "$TMP/failing")"
+echo "balance_set.sh: a failing run is reported, nothing half-written"
+
+# Bad files for the tally: named, exit 1.
+mkdir -p "$TMP/bad"
+echo '{"runs": [' >"$TMP/bad/sleep1.json"
+expect_fail "$TMP/bad/sleep1.json: cannot read it" python3 "$TALLY" "$TMP/bad"
+cp "$TMP/set/sleep1.json" "$TMP/bad/sleep1.json"
+expect_fail "$TMP/bad/sleep1.json: no run 'dbs-cost'" python3 "$TALLY" "$TMP/bad" --policy dbs-cost
+if [ "$cases" = quota,sleep ]; then
+  cp "$TMP/set/quota1.json" "$TMP/bad/sleep1.json"
+  expect_fail "$TMP/bad/sleep1.json: a sleep run with --quota 1=0.5" python3 "$TALLY" "$TMP/bad"
+fi
+mkdir "$TMP/empty"
+expect_fail "$TMP/empty: no quota<i>.json or sleep<i>.json" python3 "$TALLY" "$TMP/empty"
+expect_fail "$TMP/x: no such directory" python3 "$TALLY" "$TMP/x"
+echo "balance_set.py bad files ok"
