@@ -34,10 +34,19 @@ std::optional<Cost> CostEstimator::fit(const History& h) {
   return c;
 }
 
-void CostEstimator::merge(History& h, const CostPoint& c) {
+void CostEstimator::merge(History& h, const CostPoint& c, bool prior) {
   const double n = static_cast<double>(c.steps), var = c.sd_s * c.sd_s;
   for (Point& p : h) {
     if (p.weight > 0 && p.batch == c.batch) {
+      // Right after a change the history is only the old points scaled (a prior). Fewer steps
+      // than kFirmWeight (the short last step) that disagree with the prior by more than
+      // kMinChangeExtrapolated replace it instead of confirming it: merged, they would make the
+      // point firm, and one throttled short step would set alpha.
+      if (prior && n < kFirmWeight &&
+          std::abs(c.mean_s - p.mean) > kMinChangeExtrapolated * p.mean) {
+        p = {static_cast<double>(c.batch), n, c.mean_s, var};
+        return;
+      }
       const double w = p.weight + n;
       p.mean = (p.weight * p.mean + n * c.mean_s) / w;
       p.var = (p.weight * p.var + n * var) / w;
@@ -67,6 +76,7 @@ void CostEstimator::observe(const std::vector<Report>& by, std::vector<int>& cha
     for (const Point& p : h)
       if (p.weight >= kFirmWeight && p.batch == main.batch) same = &p;
     const std::optional<Cost> cost = fit(h);
+    bool prior = false;  // the history was cut to a prior by a change this epoch
     if (same != nullptr || cost) {
       const double predicted = same != nullptr ? same->mean : cost->at(main.batch);
       const double n = static_cast<double>(main.steps);
@@ -85,11 +95,12 @@ void CostEstimator::observe(const std::vector<Report>& by, std::vector<int>& cha
           p.weight = std::min(p.weight, kPriorWeight);
         }
         changed.push_back(static_cast<int>(i));
+        prior = true;
       }
     }
     for (Point& p : h) p.weight *= kKeep;
     for (const CostPoint& c : r.work)
-      if (c.batch > 0 && c.steps > 0) merge(h, c);
+      if (c.batch > 0 && c.steps > 0) merge(h, c, prior);
   }
 }
 

@@ -10,7 +10,10 @@
 //     (beyond kMinChangeExtrapolated relative: alpha may still be unknown): a change of speed; every history point is then
 //     scaled by the ratio of the new mean to the old and cut to weight kPriorWeight, so this
 //     epoch dominates and a real change is followed at once, with the old batch sizes' shape
-//     as a weak prior.
+//     as a weak prior. A point of this epoch with fewer than kFirmWeight steps (the short last
+//     step) that disagrees with its prior by more than kMinChangeExtrapolated replaces it
+//     rather than merging into it (and so stays below kFirmWeight: one throttled step is no
+//     fixed cost).
 //   - otherwise every point's weight is multiplied by kKeep and the epoch's points merged in
 //     (same b: weighted mean and pooled variance; new b: added, the lightest point evicted
 //     beyond kPoints). Steady speeds thus average over about 1 / (1 - kKeep) epochs.
@@ -64,7 +67,7 @@ class CostEstimator {
   };
   using History = std::array<Point, kPoints>;
   static std::optional<Cost> fit(const History& h);
-  static void merge(History& h, const CostPoint& p);
+  static void merge(History& h, const CostPoint& p, bool prior);
 
   std::vector<History> history_;
 };

@@ -146,6 +146,33 @@ TEST_CASE("Estimator.Dbs.RealChangeIsFollowedWithinOneEpoch") {
   CHECK(step_time(before, p.batch, 0) <= 1.03 * step_time(before, equal, 0));
 }
 
+TEST_CASE("Estimator.Dbs.AfterAChangeOneSlowShortStepDoesNotSetTheFixedCost") {
+  // A quota-held rank (no fixed cost; 33% of a core at 0.86 ms a sample) slows by 35% for an
+  // epoch, and that epoch's single short last step is throttled twice as long, as in a quota run
+  // on the 2-core machine (epoch 4: 109 ms + 2.01 ms/sample fitted from it, plan 221/35 where
+  // the new speed's best was 207/49). The short step's history, cut to a prior at the change, must
+  // not make that one step firm enough to fit the fixed cost from: the plan follows the new
+  // speed, proportionally.
+  const std::vector<Cost> before = {{0.0, 0.00074}, {0.0, 0.0026}};
+  const std::vector<Cost> after = {{0.0, 0.00074}, {0.0, 0.0026 * 1.35}};
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    auto policy = make_policy("dbs", job(2, 256));
+    Plan p = policy->initial();
+    for (int e = 0; e < 4; ++e) p = policy->next(p, epoch_reports(p, before, 0.05, rng));
+    auto slow = epoch_reports(p, after, 0.05, rng);
+    REQUIRE(slow[1].work[1].steps == 1);  // the short last step
+    slow[1].work[1].mean_s *= 2;
+    p = policy->next(p, slow);
+    CAPTURE(p.reason);
+    CHECK(p.reason.find("speed changed on rank 1") != std::string::npos);
+    const std::vector<int> best = water_fill(after, 256, 1, 256);  // about 207/49
+    CAPTURE(p.batch[1]);
+    CHECK(std::abs(p.batch[1] - best[1]) <= 2);
+  }
+}
+
 TEST_CASE("Estimator.Dbs.StateRoundTripContinuesIdentically") {
   const std::vector<Cost> truth = {{0.010, 0.0007}, {0.020, 0.0015}, {0.0, 0.001}};
   std::mt19937 rng(4), rng_copy;
