@@ -52,6 +52,8 @@ mkdir -p "$out" || die "--out '$out': cannot create it"
 if compgen -G "$out/*.json" >/dev/null; then die "--out '$out' already holds results: choose another"; fi
 
 failed=0
+# Interrupted: the run in progress leaves no partial JSON (balance_quota.sh removes its cgroups).
+trap 'rm -f "$out"/*.json.part; echo "$me: interrupted; finished runs are in $out" >&2; exit 130' INT TERM
 for ((i = 1; i <= sets; i++)); do
   for c in "${case_list[@]}"; do
     if [ "$c" = quota ]; then spec=(--quota "$quota_spec" --disturb none); else spec=(--quota none --disturb "$sleep_spec"); fi
