@@ -29,7 +29,7 @@ for c in ${cases//,/ }; do
   [ -s "$TMP/set/${c}1.json" ] && [ -s "$TMP/set/${c}1.err" ] && [ -s "$TMP/set/${c}1/dbs.jsonl" ] ||
     fail "$c: missing files: $(ls "$TMP/set")"
 done
-ls "$TMP/set" | grep -q '\.part$' && fail "a .part file was left: $(ls "$TMP/set")"
+! compgen -G "$TMP/set/*.part" >/dev/null || fail "a .part file was left: $(ls "$TMP/set")"
 # The tally's rows and counts, recomputed from the JSON.
 python3 - "$TMP/set" "$TMP/set.out" "$cases" <<'PY' || fail "the tally does not match the JSON"
 import json, re, sys
@@ -64,7 +64,8 @@ PY
 # The tally alone prints the same again; --policy picks another run.
 python3 "$TALLY" "$TMP/set" >"$TMP/again.out" || fail "balance_set.py on the set failed"
 cmp -s "$TMP/again.out" "$TMP/set.out" || fail "balance_set.py printed another tally: $(diff "$TMP/set.out" "$TMP/again.out")"
-python3 "$TALLY" "$TMP/set" --policy static | grep -q "policy static" || fail "--policy static"
+python3 "$TALLY" "$TMP/set" --policy static >"$TMP/static.out" || fail "balance_set.py --policy static failed"
+grep -q "policy static" "$TMP/static.out" || fail "--policy static: $(cat "$TMP/static.out")"
 set_fails "--out '$TMP/set' already holds results" --out "$TMP/set"
 echo "balance_set.sh: one set of $cases ok"
 
@@ -72,7 +73,7 @@ echo "balance_set.sh: one set of $cases ok"
 if "$SET" "$BUILD" --sets 1 --cases sleep --out "$TMP/failing" -- --runs static,fixed:1,2,3 \
     >"$TMP/failing.out" 2>"$TMP/failing.err"; then fail "a failing run gave exit 0"; fi
 grep -q "sleep run 1 failed" "$TMP/failing.err" || fail "failing run not named: $(cat "$TMP/failing.err")"
-[ -s "$TMP/failing/sleep1.err" ] && ! ls "$TMP/failing" | grep -q json ||
+[ -s "$TMP/failing/sleep1.err" ] && ! compgen -G "$TMP/failing/*json*" >/dev/null ||
   fail "a failing run left: $(ls "$TMP/failing")"
 echo "balance_set.sh: a failing run is reported, nothing half-written"
 
