@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 
 DRIFT_NOTE = 0.10  # as dbs-bench balance's summary notes (kDriftNote)
@@ -92,6 +93,7 @@ def count(rows, key, ok, zero_is_absent=True):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # | head: end quietly, as other tools do
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--policy", default="dbs")
