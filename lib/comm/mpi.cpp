@@ -214,8 +214,9 @@ class MpiCommunicator final : public Communicator {
 
   // One collective's data movement (after arrive()): its blocking form when no rank sleeps;
   // else its non-blocking form on every rank (blocking and non-blocking collectives do not
-  // match), which a sleeping rank polls with sleeps of at most kDataSleep instead of spinning
-  // through the transfer, and a spinning rank waits for with MPI_Wait.
+  // match), which a sleeping rank polls without sleeps for up to kDataSpin (everyone is there:
+  // a transfer over shared memory is done by then) and then with sleeps of at most kDataSleep
+  // instead of spinning through a long transfer, and a spinning rank waits for with MPI_Wait.
   template <typename Blocking, typename Start>
   void collective(const char* name, Blocking blocking, Start start) {
     if (!arrive_first_) {
@@ -224,7 +225,7 @@ class MpiCommunicator final : public Communicator {
     }
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(start(&request), name);
-    await(request, wait_, kDataSleep);
+    await(request, wait_, kDataSleep, kDataSpin);
   }
 
   // With a sleeping rank in the job: every rank joins a non-blocking barrier and waits for it

@@ -1,6 +1,7 @@
 #include "lib/comm/wait.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "lib/comm/mpi.h"
@@ -35,22 +36,31 @@ Wait resolve_wait(Wait wait, int threads) {
   return automatic_wait(q ? q->cores : 0.0, threads);
 }
 
-void await(MPI_Request& request, Wait wait, std::chrono::microseconds max_sleep) {
-  await_all(std::span<MPI_Request>(&request, 1), wait, max_sleep);
+void await(MPI_Request& request, Wait wait, std::chrono::microseconds max_sleep,
+           std::chrono::microseconds spin_first) {
+  await_all(std::span<MPI_Request>(&request, 1), wait, max_sleep, spin_first);
 }
 
-void await_all(std::span<MPI_Request> requests, Wait wait, std::chrono::microseconds max_sleep) {
+void await_all(std::span<MPI_Request> requests, Wait wait, std::chrono::microseconds max_sleep,
+               std::chrono::microseconds spin_first) {
   const int n = static_cast<int>(requests.size());
   if (wait != Wait::sleep) {
     check_mpi(MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     return;
   }
-  auto pause = kMinSleep;
-  for (;;) {
+  const auto test = [&] {
     int done = 0;
     check_mpi(MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-    if (done) return;
+    return done != 0;
+  };
+  const auto spin_until = std::chrono::steady_clock::now() + spin_first;
+  do {
+    if (test()) return;
+  } while (std::chrono::steady_clock::now() < spin_until);
+  auto pause = kMinSleep;
+  for (;;) {
     std::this_thread::sleep_for(pause);
+    if (test()) return;
     pause = std::min(pause * 2, std::max(max_sleep, kMinSleep));
   }
 }
