@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <span>
@@ -108,7 +109,7 @@ void add_allreduce_command(CLI::App& app, Action& action) {
   auto* cmd = cli::add_command(
       app, action, "allreduce", "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)", o,
       run_allreduce);
-  cmd->add_option("--sizes", o->sizes, "message sizes in floats")->delimiter(',')->capture_default_str();
+  cmd->add_option("--sizes", o->sizes, "message sizes in floats")->delimiter(',')->capture_default_str()->check(dbs::cli::between(1, INT_MAX));
   cmd->add_option("--reps", o->reps, "timed calls per size and method")->capture_default_str()->check(dbs::cli::above(0));
   cmd->add_option("--wait", o->waits, "also time the training's exchange (Communicator::allreduce_sum) waiting this way: spin, sleep, auto (list)")->delimiter(',')->check(CLI::IsMember({"spin", "sleep", "auto"}));
 }

@@ -45,6 +45,7 @@ for s in d["sizes"]:
     assert sorted(s["communicator"]) == ["sleep", "spin"], s
 PY
 expect_fail "--wait: yield not in {spin,sleep,auto}" "$BENCH" allreduce --wait yield
+expect_fail "--sizes: must be in [1, 2.14748e+09], got 0" "$BENCH" allreduce --sizes 16,0
 # balance --trace-dir is made at start (mkdir -p) or refused at once, not after the solo runs.
 expect_fail "--trace-dir /proc/none/x: cannot create it" "$BENCH" balance --trace-dir /proc/none/x
 # Out-of-range numbers get a short message (CLI11's own names the type's whole range).
