@@ -48,7 +48,8 @@ int run_allreduce(const AllreduceOptions& o) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   nlohmann::json results = nlohmann::json::array();
   std::vector<std::unique_ptr<comm::Communicator>> comms;  // collective: every rank, same order
-  for (const std::string& w : o.waits) comms.push_back(comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(w)));
+  for (const std::string& w : o.waits)
+    comms.push_back(comm::make_mpi(comm::Algorithm::mpi, comm::parse_wait(w)));
   const int methods = 2 + static_cast<int>(comms.size());
   for (const long n : o.sizes) {
     std::vector<float> buf(static_cast<std::size_t>(n), 1.0f);
@@ -69,7 +70,10 @@ int run_allreduce(const AllreduceOptions& o) {
         const double wall = MPI_Wtime() - t0, used = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
         DBS_CHECK_EQ(buf[0], static_cast<float>(size));
         const double tw = slowest(wall), tc = slowest(used);
-        if (r >= 0) t[static_cast<std::size_t>(alg)].push_back(tw), cpu[static_cast<std::size_t>(alg)].push_back(tc);
+        if (r >= 0) {
+          t[static_cast<std::size_t>(alg)].push_back(tw);
+          cpu[static_cast<std::size_t>(alg)].push_back(tc);
+        }
       }
     }
     auto stat = [&](std::vector<double> v, std::vector<double> c) {
