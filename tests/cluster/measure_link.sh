@@ -6,7 +6,11 @@
 # plain, with --overlap and with --update sharded, twice each, alternating, and prints its JSON
 # (steady_wall_s per run). Extra options go to dbs-bench balance (--runs replaces the runs; e.g.
 # --allreduce ring --runs static,static+sharded,static,static+sharded).
+# With `allreduce` first it times the exchanges alone instead: dbs-bench allreduce over the
+# link, by default the cnn's gradient in each of the training's exchanges, spinning and asleep
+# (other options after `allreduce` replace those).
 #   tests/cluster/measure_link.sh [dbs-bench balance options...]
+#   tests/cluster/measure_link.sh allreduce [dbs-bench allreduce options...]
 export DBS_CLUSTER_NODES=${DBS_CLUSTER_NODES:-2}
 export DBS_CLUSTER_QUOTAS=${DBS_CLUSTER_QUOTAS:-1.0}
 export DBS_CLUSTER_RATES=${DBS_CLUSTER_RATES:-200mbit}
@@ -16,6 +20,13 @@ BENCH=$BUILD/bench/dbs-bench
 [ -x "$BENCH" ] || fail "no $BENCH (build first)"
 echo "nodes $NODES, quota $DBS_CLUSTER_QUOTAS, link $DBS_CLUSTER_RATES;" \
   "machine load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if [ "${1:-}" = allreduce ]; then
+  shift
+  [ $# -gt 0 ] || set -- --sizes 690593 --reps 20 --wait spin,sleep --exchange allreduce,ring,sharded,overlap
+  srun -N "$NODES" --mpi=pmix "$BENCH" allreduce "$@"
+  echo "machine load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  exit 0
+fi
 runs=(--runs static,static+overlap,static+sharded,static,static+overlap,static+sharded)
 case " $* " in *" --runs "*) runs=() ;; esac
 srun -N "$NODES" --mpi=pmix "$BENCH" balance --model cnn --threads 1 --batch 128 --epochs 4 \
