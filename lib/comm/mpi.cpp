@@ -132,7 +132,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   // MPI_Iallreduce whatever the algorithm (the ring is blocking; the trainer refuses --overlap
-  // with it), waited for as wait_ says: a sleeping rank polls with backoff, no barrier first.
+  // with it), waited for in finish() as wait_ says.
   void start_allreduce_sum(std::span<float> data) override {
     if (data.size() > max_count) throw CommError("start_allreduce_sum: more than INT_MAX elements");
     pending_.push_back(MPI_REQUEST_NULL);
@@ -149,8 +149,15 @@ class MpiCommunicator final : public Communicator {
               "MPI_Testall");
   }
 
+  // With a rank asleep, the allreduces started are waited for as every collective is: a
+  // barrier first (started after them on every rank, so it completes once every rank has
+  // started them all; polling it also moves them), then the data polled without sleeps for up
+  // to kDataSpin. Polled with sleeps of up to kMaxSleep from the start, each of libnbc's rounds
+  // waited for a poll: the cnn's gradient took 1.24 ms instead of 0.52 ms over shared memory.
   void finish() override {
-    await_all(pending_, wait_);
+    if (pending_.empty()) return;
+    arrive(kDataSpin);
+    await_all(pending_, wait_, kDataSleep, kDataSpin);
     pending_.clear();
   }
 
@@ -230,11 +237,11 @@ class MpiCommunicator final : public Communicator {
 
   // With a sleeping rank in the job: every rank joins a non-blocking barrier and waits for it
   // as wait_ says, so the collective that follows finds everyone there.
-  void arrive() {
+  void arrive(std::chrono::microseconds spin_first = kArriveSpin) {
     if (!arrive_first_) return;
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
-    await(request, wait_);
+    await(request, wait_, kMaxSleep, spin_first);
   }
 
   // MPI's counts and displacements are int: a buffer of INT_MAX elements or more is refused.

@@ -50,20 +50,24 @@ struct Segments {
   }
 };
 
-// The index of a completed request among requests (MPI_Waitany when spin; else MPI_Testany with
-// sleeps from kMinSleep doubling up to kDataSleep). MPI_UNDEFINED when none is active.
-int await_any(std::span<MPI_Request> requests, Wait wait) {
+// The index of a completed request among requests (MPI_Waitany when spin; else MPI_Testany,
+// without sleeps until spin_until, then with sleeps from kMinSleep doubling up to kDataSleep).
+// MPI_UNDEFINED when none is active.
+int await_any(std::span<MPI_Request> requests, Wait wait,
+              std::chrono::steady_clock::time_point spin_until) {
   const int n = static_cast<int>(requests.size());
   int k = MPI_UNDEFINED;
   if (wait != Wait::sleep) {
     check_mpi(MPI_Waitany(n, requests.data(), &k, MPI_STATUS_IGNORE), "MPI_Waitany");
     return k;
   }
-  for (auto pause = kMinSleep;; pause = std::min(pause * 2, kDataSleep)) {
+  for (auto pause = kMinSleep;;) {
     int done = 0;
     check_mpi(MPI_Testany(n, requests.data(), &k, &done, MPI_STATUS_IGNORE), "MPI_Testany");
     if (done) return k;
+    if (std::chrono::steady_clock::now() < spin_until) continue;
     std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kDataSleep);
   }
 }
 
@@ -112,8 +116,12 @@ class Ring {
   }
 
   // Sends segment `out` right and receives segment `in` from the left: into scratch and added
-  // when scratch is given, else straight into the buffer.
+  // when scratch is given, else straight into the buffer. A sleeping rank polls the step's
+  // messages without sleeps for its first kDataSpin (every rank is there, so over shared memory
+  // the step is done by then: sleeping between its messages made the cnn's ring allreduce 2x
+  // slower, the neighbour's transfer waiting for this rank's next poll), then with sleeps.
   void step(std::size_t out, std::size_t in, float* scratch) {
+    const auto spin_until = std::chrono::steady_clock::now() + kDataSpin;
     const int left = static_cast<int>(index(rank_ - 1));
     const int right = static_cast<int>(index(rank_ + 1));
     const std::size_t in_len = seg_.length(in), out_len = seg_.length(out);
@@ -132,13 +140,15 @@ class Ring {
     }
     if (scratch != nullptr) {
       for (std::size_t done = 0; done < n_in; ++done) {
-        const int k = await_any(std::span<MPI_Request>(requests_.data(), n_in), wait_);
+        const int k = await_any(std::span<MPI_Request>(requests_.data(), n_in), wait_, spin_until);
         const auto kk = static_cast<std::size_t>(k);
         add(data_ + seg_.begin(in) + kk * chunk_, scratch + kk * chunk_,
             static_cast<std::size_t>(chunk_length(in_len, kk)));
       }
     }
-    await_all(requests_, wait_, kDataSleep);
+    const auto left_to_spin = std::chrono::duration_cast<std::chrono::microseconds>(
+        spin_until - std::chrono::steady_clock::now());
+    await_all(requests_, wait_, kDataSleep, std::max(left_to_spin, std::chrono::microseconds{0}));
   }
 
   MPI_Comm comm_;

@@ -14,7 +14,10 @@
 //          transfer and bounds the CPU a slow link costs to it per collective. Costs one
 //          barrier and up to kMaxSleep of latency per collective. The
 //          sharded update's reduce-scatter and allgather then go around the own ring
-//          (lib/comm/ring.h), every rank polling its messages as its own wait says.
+//          (lib/comm/ring.h), every rank polling its messages as its own wait says: each ring
+//          step's messages without sleeps for up to kDataSpin, then with sleeps. --overlap's
+//          started allreduces are finished the same way: a barrier (polled without sleeps for
+//          up to kDataSpin, as the data of the last buckets moves ahead of it), then the data.
 //   auto:  sleep on a rank whose cgroup's CPU quota (read_cpu_quota) is below its thread count,
 //          spin elsewhere. A rank whose quota covers all its threads cannot be throttled for
 //          spinning (one waiting thread uses at most one core).

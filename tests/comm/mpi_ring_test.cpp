@@ -3,6 +3,7 @@
 // "FAIL <name> (rank r): details" (each failing rank); exits 1 if any check failed anywhere.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -199,14 +200,19 @@ std::string started_allreduces_match(Wait wait) {
 }
 
 // With Wait::sleep, ranks waiting 0.4 s in an allreduce for rank 0 use little CPU.
-std::string waiting_sleeps() {
+std::string waiting_sleeps(bool overlap) {
   auto comm = dbs::comm::make_mpi(Algorithm::mpi, Wait::sleep);
   comm->barrier();
   if (comm->rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
   std::vector<float> f(1000, 1.0f);
   const double cpu0 = dbs::cpu_seconds();
   const dbs::Stopwatch wall;
-  comm->allreduce_sum(f);
+  if (overlap) {  // --overlap's exchange: started, then finished
+    comm->start_allreduce_sum(f);
+    comm->finish();
+  } else {
+    comm->allreduce_sum(f);
+  }
   const double cpu = dbs::cpu_seconds() - cpu0, waited = wall.seconds();
   if (f[999] != static_cast<float>(comm->size())) return "allreduce gave " + std::to_string(f[999]);
   if (comm->rank() == 0 || waited < 0.2) return "";
@@ -281,7 +287,8 @@ int main(int argc, char** argv) {
     }
     check("Mpi.StartedAllreduces.Spin", [] { return started_allreduces_match(Wait::spin); });
     check("Mpi.StartedAllreduces.Sleep", [] { return started_allreduces_match(Wait::sleep); });
-    check("Mpi.Wait.WaitingRanksSleep", waiting_sleeps);
+    check("Mpi.Wait.WaitingRanksSleep", [] { return waiting_sleeps(false); });
+    check("Mpi.Overlap.WaitingRanksSleep", [] { return waiting_sleeps(true); });
     check("Ring.Halves.WaitingRanksSleep", [] { return ring_waits_asleep(true); });
     check("Ring.Allreduce.WaitingRanksSleep", [] { return ring_waits_asleep(false); });
     check("Mpi.ParseWait", [] {
