@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <thread>
 #include <string>
@@ -250,9 +251,51 @@ std::string ring_waits_asleep(bool halves) {
                                         std::to_string(cpu) + " s of CPU";
 }
 
+// The value of Open MPI's control variable `name` (MPI_T), or "" where it has none.
+std::string cvar(const char* name) {
+  int provided = 0, index = 0, count = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
+  std::string value;
+  MPI_T_cvar_handle handle = nullptr;
+  if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+    char title[256], about[1024];
+    int title_len = sizeof title, about_len = sizeof about, verbosity = 0, bind = 0, scope = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_T_enum enumtype = nullptr;
+    MPI_T_cvar_get_info(index, title, &title_len, &verbosity, &type, &enumtype, about, &about_len,
+                        &bind, &scope);
+    if (type == MPI_INT) {
+      int v = 0;
+      if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) value = std::to_string(v);
+    } else if (type == MPI_UNSIGNED_LONG) {
+      unsigned long v = 0;
+      if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) value = std::to_string(v);
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return value;
+}
+
+// MpiRuntime's defaults for Open MPI (lib/comm/mpi.cpp) are what the library runs with, unless
+// the environment at start (given: the variable's value then, or none) set them.
+std::string runtime_default(const char* name, const std::optional<std::string>& given,
+                            const std::string& ours) {
+  const std::string want = given.value_or(ours), got = cvar(name);
+  return got == want ? "" : std::string(name) + " is '" + got + "', expected '" + want + "'";
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto eager = env("OMPI_MCA_btl_tcp_eager_limit");
+  const auto iallreduce = env("OMPI_MCA_coll_libnbc_iallreduce_algorithm");
   dbs::comm::MpiRuntime mpi(&argc, &argv);
   try {
     for (std::size_t n : {1u, 2u, 3u, 7u, 1000u, 4097u, 690590u, 1000000u}) {
@@ -291,6 +334,12 @@ int main(int argc, char** argv) {
     check("Mpi.Overlap.WaitingRanksSleep", [] { return waiting_sleeps(true); });
     check("Ring.Halves.WaitingRanksSleep", [] { return ring_waits_asleep(true); });
     check("Ring.Allreduce.WaitingRanksSleep", [] { return ring_waits_asleep(false); });
+    check("Mpi.Runtime.TcpEagerLimit", [&] {
+      return runtime_default("btl_tcp_eager_limit", eager, "4194304");
+    });
+    check("Mpi.Runtime.LibnbcIallreduceRing", [&] {
+      return runtime_default("coll_libnbc_iallreduce_algorithm", iallreduce, "1");
+    });
     check("Mpi.ParseWait", [] {
       if (dbs::comm::parse_wait("auto") != Wait::automatic) return std::string("auto");
       try {
