@@ -42,10 +42,11 @@ int main(int argc, char** argv) {
     const agent::ThreadChoice choice = agent::choose_threads(*comm, opts);
     nn::ThreadLimit threads(choice.threads);
     opts.train.threads = threads.threads();
-    comm->set_threads(threads.threads());  // --wait auto: sleep where the quota is below them
+    comm->set_threads(threads.threads());  // --wait auto decides by them and the host's share
     log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) (" +
               choice.why + ") of " + std::to_string(nn::available_threads()) + " available, " +
-              std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels");
+              std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels" +
+              (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
     agent::warn_oversubscription(*comm, threads.threads());
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
     std::unique_ptr<planner::Planner> daemon;

@@ -1,12 +1,16 @@
 #include "lib/comm/communicator.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "lib/common/error.h"
 
@@ -16,6 +20,45 @@ std::string Communicator::host() const {
   char name[HOST_NAME_MAX + 1] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
+}
+
+namespace {
+
+// What host_share gathers from every rank.
+struct Seat {
+  char host[64];
+  int threads;
+  int has_mask;
+  cpu_set_t mask;
+};
+
+}  // namespace
+
+HostShare host_share(Communicator& comm, int threads) {
+  Seat mine{};
+  std::strncpy(mine.host, comm.host().c_str(), sizeof mine.host - 1);
+  mine.threads = threads;
+  CPU_ZERO(&mine.mask);
+  mine.has_mask = sched_getaffinity(0, sizeof mine.mask, &mine.mask) == 0 ? 1 : 0;
+  std::vector<Seat> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(&mine, sizeof mine, all.data());
+  HostShare share{0, 0, 0, comm.rank()};
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  bool masks = true;
+  for (int r = static_cast<int>(all.size()) - 1; r >= 0; --r) {
+    const Seat& s = all[static_cast<std::size_t>(r)];
+    if (std::strcmp(s.host, mine.host) != 0) continue;
+    share.first = r;
+    ++share.ranks;
+    share.threads += s.threads;
+    masks = masks && s.has_mask != 0;
+    CPU_OR(&cores, &cores, &s.mask);
+  }
+  share.cores = masks ? CPU_COUNT(&cores) : 0;
+  if (share.cores <= 0) share.cores = static_cast<int>(std::thread::hardware_concurrency());
+  share.cores = std::max(1, share.cores);
+  return share;
 }
 
 void check_segments(std::size_t length, std::span<const std::size_t> counts, int world) {

@@ -45,11 +45,29 @@ class Communicator {
   // Tells the communicator this rank's thread count, once it is known, so that --wait auto
   // (lib/comm/wait.h) can decide by it. A collective. No-op where waiting is not chosen.
   virtual void set_threads(int /*threads*/) {}
+  // How this rank waits in collectives and why ("sleep (auto: ...)"), for its log line; empty
+  // where waiting is not chosen.
+  virtual std::string waiting() const { return {}; }
   // Ends the whole job as fast as possible (MPI_Abort); never returns for MPI.
   virtual void abort(int code) noexcept = 0;
   // Host name of this rank (for traces and logs).
   virtual std::string host() const;
 };
+
+// The ranks that share this rank's host (the same host()), the TBB threads they run in total,
+// and the cores they may run on: the union of their CPU affinity masks (a launcher's binding or
+// a batch system's cpuset), the host's online cores where a mask cannot be read. A collective:
+// every rank gives its own thread count.
+struct HostShare {
+  int ranks = 1;    // this rank included
+  int threads = 0;  // the sum of their thread counts
+  int cores = 1;
+  int first = 0;  // the lowest rank on the host
+  // More threads than cores: a rank that spins while it waits takes a core another rank's
+  // thread would compute on.
+  bool oversubscribed() const { return threads > cores; }
+};
+HostShare host_share(Communicator& comm, int threads);
 
 // Throws CheckError unless counts has `world` entries summing to `length`.
 void check_segments(std::size_t length, std::span<const std::size_t> counts, int world);

@@ -85,6 +85,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void set_threads(int threads) override { choose_wait(threads); }
+  std::string waiting() const override { return waiting_; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -221,7 +222,9 @@ class MpiCommunicator final : public Communicator {
  private:
   // Resolves the wait mode for `threads` threads; the ranks agree whether any of them sleeps.
   void choose_wait(int threads) {
-    wait_ = resolve_wait(requested_, threads);
+    const WaitChoice choice = resolve_wait(requested_, threads);
+    wait_ = choice.wait;
+    waiting_ = std::string(to_string(wait_)) + " (" + choice.why + ")";
     int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
     check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
     arrive_first_ = any != 0 && size_ > 1;
@@ -283,6 +286,7 @@ class MpiCommunicator final : public Communicator {
   Algorithm algorithm_;
   Wait requested_;             // as given (automatic: resolved by quota and threads)
   Wait wait_ = Wait::spin;     // spin or sleep (resolved)
+  std::string waiting_;        // wait_ and why, for waiting()
   bool arrive_first_ = false;  // some rank sleeps: barrier before every collective
   int rank_ = 0;
   int size_ = 1;

@@ -7,6 +7,7 @@
 #include "lib/comm/mpi.h"
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 
 namespace dbs::comm {
 
@@ -30,10 +31,13 @@ Wait automatic_wait(double quota_cores, int threads) {
   return quota_cores > 0 && quota_cores + 1e-6 < threads ? Wait::sleep : Wait::spin;
 }
 
-Wait resolve_wait(Wait wait, int threads) {
-  if (wait != Wait::automatic) return wait;
+WaitChoice resolve_wait(Wait wait, int threads) {
+  if (wait != Wait::automatic) return {wait, std::string("--wait ") + to_string(wait)};
   const auto q = read_cpu_quota();
-  return automatic_wait(q ? q->cores : 0.0, threads);
+  const double quota = q ? q->cores : 0.0;
+  return {automatic_wait(quota, threads),
+          quota > 0 ? format("auto: CPU quota of %.2f core(s) for %d thread(s)", quota, threads)
+                    : std::string("auto: no CPU quota")};
 }
 
 void await(MPI_Request& request, Wait wait, std::chrono::microseconds max_sleep,

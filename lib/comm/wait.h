@@ -20,7 +20,10 @@
 //          up to kDataSpin, as the data of the last buckets moves ahead of it), then the data.
 //   auto:  sleep on a rank whose cgroup's CPU quota (read_cpu_quota) is below its thread count,
 //          spin elsewhere. A rank whose quota covers all its threads cannot be throttled for
-//          spinning (one waiting thread uses at most one core).
+//          spinning (one waiting thread uses at most one core). Spinning stays auto's choice
+//          where a host's ranks run more threads than it has cores: measured with 3 ranks and
+//          with 2 ranks x 2 threads on 2 cores, sleeping made dbs's balanced epochs slower or no
+//          faster (README, "Waiting on an oversubscribed host").
 // The barrier is a collective, so it runs on every rank as soon as any rank sleeps; a spinning
 // rank then waits for it with MPI_Wait.
 #pragma once
@@ -39,10 +42,18 @@ enum class Wait { spin, sleep, automatic };
 Wait parse_wait(const std::string& name);
 const char* to_string(Wait wait);
 
-// spin or sleep for a rank of `threads` threads: automatic resolved by its CPU quota.
-Wait resolve_wait(Wait wait, int threads = 1);
 // automatic's rule: sleep when 0 < quota_cores < threads (quota_cores 0: no quota).
 Wait automatic_wait(double quota_cores, int threads);
+
+// spin or sleep, and why (for the rank's log line: "--wait sleep", "auto: no CPU quota", "auto:
+// CPU quota of 0.33 core(s) for 1 thread(s)").
+struct WaitChoice {
+  Wait wait = Wait::spin;
+  std::string why;
+};
+// wait as requested, automatic resolved for a rank of `threads` threads by its cgroup's CPU
+// quota (read_cpu_quota).
+WaitChoice resolve_wait(Wait wait, int threads = 1);
 
 inline constexpr std::chrono::microseconds kMinSleep{20};
 inline constexpr std::chrono::microseconds kMaxSleep{1000};

@@ -1,6 +1,8 @@
 // Real-MPI checks of lib/comm (suite 'mpi'): ring allreduce against MPI_Allreduce, and the MPI
 // Communicator. Runs on whatever world size mpirun gives it. Prints "ok <name>" (rank 0) or
 // "FAIL <name> (rank r): details" (each failing rank); exits 1 if any check failed anywhere.
+#include <sched.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +18,9 @@
 
 #include "lib/comm/mpi.h"
 #include "lib/comm/ring.h"
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 #include "lib/common/timer.h"
 
 namespace {
@@ -360,6 +364,43 @@ int main(int argc, char** argv) {
         if (automatic_wait(c.quota, c.threads) != c.want)
           return "quota " + std::to_string(c.quota) + ", " + std::to_string(c.threads) +
                  " threads: got " + dbs::comm::to_string(automatic_wait(c.quota, c.threads));
+      return std::string();
+    });
+    // This job's ranks all run on this host: host_share counts them, their threads and the cores
+    // of their CPU masks (here the same mask on every rank: this process's).
+    check("Mpi.HostShare.CountsTheRanksThreadsAndCoresOfTheHost", [] {
+      const int threads = world_rank() + 1;  // 1 + 2 + ... + size in total
+      auto comm = dbs::comm::make_mpi(Algorithm::mpi, Wait::spin);
+      const dbs::comm::HostShare share = dbs::comm::host_share(*comm, threads);
+      const int n = world_size(), total = n * (n + 1) / 2;
+      cpu_set_t mask;
+      CPU_ZERO(&mask);
+      if (sched_getaffinity(0, sizeof mask, &mask) != 0) return std::string("sched_getaffinity");
+      const int cores = CPU_COUNT(&mask);
+      if (share.ranks != n || share.threads != total || share.first != 0 || share.cores != cores)
+        return "host_share: " + std::to_string(share.ranks) + " rank(s), " +
+               std::to_string(share.threads) + " threads, " + std::to_string(share.cores) +
+               " core(s), first " + std::to_string(share.first) + "; expected " +
+               std::to_string(n) + ", " + std::to_string(total) + ", " + std::to_string(cores) +
+               ", 0";
+      if (share.oversubscribed() != (total > cores)) return std::string("oversubscribed()");
+      return std::string();
+    });
+    // The rank says how it waits and why: as given, or auto's choice by its CPU quota.
+    check("Mpi.Wait.SaysHowAndWhy", [] {
+      if (const auto w = dbs::comm::make_mpi(Algorithm::mpi, Wait::sleep)->waiting();
+          w != "sleep (--wait sleep)")
+        return "--wait sleep: '" + w + "'";
+      auto comm = dbs::comm::make_mpi(Algorithm::mpi, Wait::automatic);
+      comm->set_threads(1);
+      const auto quota = dbs::read_cpu_quota();
+      const double q = quota ? quota->cores : 0.0;
+      const std::string want =
+          q <= 0 ? "spin (auto: no CPU quota)"
+                 : dbs::format("%s (auto: CPU quota of %.2f core(s) for 1 thread(s))",
+                               q + 1e-6 < 1 ? "sleep" : "spin", q);
+      if (comm->waiting() != want)
+        return "auto: '" + comm->waiting() + "', expected '" + want + "'";
       return std::string();
     });
     check("Mpi.ParseAlgorithm", [] {

@@ -36,3 +36,38 @@ grep -qF "[rank 0] warning: host $(hostname) is oversubscribed: 2 rank(s) run $(
   fail "no oversubscription warning: $out"
 [ "$(grep -c oversubscribed <<<"$out")" -eq 1 ] || fail "the warning is not once per host: $out"
 echo "2 ranks: $half thread(s) each by default; 2 x $cores threads warned about"
+
+# Every rank's start line says how it waits and why. Both ranks held to one CPU (the launcher's
+# mask, as a batch system's cpuset gives) run 2 threads on 1 core: warned about.
+waits_of() { grep -E '\[rank 0\] info: host ' <<<"$1" | grep -oE 'waits: .*$'; }
+out=$(run taskset -c 0 "${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --threads 1 --wait sleep)
+grep -qF "[rank 0] warning: host $(hostname) is oversubscribed: 2 rank(s) run 2 TBB threads on 1 core(s)" <<<"$out" ||
+  fail "2 ranks on CPU 0: no oversubscription warning: $out"
+[ "$(waits_of "$out")" = "waits: sleep (--wait sleep)" ] || fail "--wait sleep: '$(waits_of "$out")'"
+echo "2 ranks held to one CPU: warned about; --wait sleep said"
+
+# --wait auto by the rank's CPU quota: spin without one; in a cgroup held to half a core (where
+# this machine lets us make one), sleep.
+out=$(run "$AGENT" "${args[@]}" --threads 1)
+case $(waits_of "$out") in
+  "waits: spin (auto: no CPU quota)" | "waits: "*" (auto: CPU quota of "*" core(s) for 1 thread(s))") ;;
+  *) fail "--wait auto: '$(waits_of "$out")'" ;;
+esac
+CG=/sys/fs/cgroup/cpu
+if [ "$(id -u)" = 0 ] && [ -w "$CG/cgroup.procs" ] && [ -e "$CG/cpu.cfs_quota_us" ]; then
+  group="$CG/dbs-test-threads-$$"
+  mkdir "$group"
+  # the group empties once the agent (and an MPI singleton's helper) is gone
+  remove_group() { for _ in $(seq 50); do rmdir "$group" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+  trap 'remove_group || true; rm -rf "$TMP"' EXIT
+  echo 100000 >"$group/cpu.cfs_period_us"
+  echo 50000 >"$group/cpu.cfs_quota_us"
+  out=$(sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$group" "$AGENT" "${args[@]}" --threads 1 2>&1) ||
+    fail "agent in a half-core cgroup: $out"
+  want="waits: sleep (auto: CPU quota of 0.50 core(s) for 1 thread(s))"
+  [ "$(waits_of "$out")" = "$want" ] || fail "half a core: '$(waits_of "$out")', expected '$want'"
+  remove_group || fail "cannot remove $group: $(cat "$group/cgroup.procs")"
+  echo "--wait auto: $(waits_of "$out")"
+else
+  echo "skip: --wait auto under a quota needs root and cgroup v1's cpu controller at $CG (not here)"
+fi
