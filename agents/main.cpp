@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     const agent::ThreadChoice choice = agent::choose_threads(*comm, opts);
     nn::ThreadLimit threads(choice.threads);
     opts.train.threads = threads.threads();
-    comm->set_threads(threads.threads());  // --wait auto decides by them and the host's share
+    comm->set_threads(threads.threads());  // --wait auto: sleep where the quota is below them
     log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) (" +
               choice.why + ") of " + std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels" +
