@@ -61,7 +61,7 @@ nlohmann::json config_json(const State& st) {
                             {"lr", c.schedule.base_lr},
                             {"seed", c.seed},
                             {"test_samples", st.test.n},
-                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"update", c.update}, {"overlap", st.overlap},
+                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", st.waiting}, {"update", c.update}, {"overlap", st.overlap},
                             {"train_subset", st.subset},
                             {"disturb", dist}});
 }

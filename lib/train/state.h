@@ -80,6 +80,7 @@ struct State {
   std::unique_ptr<trace::Writer> trace;      // rank 0 only
   std::vector<EpochResult> results;          // finished epochs
   std::vector<std::string> hosts;            // host of each rank
+  std::vector<std::string> waiting;          // how each rank waits and why (Communicator::waiting)
   bool overlap = false;                      // Config::overlap resolved (resolve_overlap)
   nlohmann::json subset;                     // the train subset's identity (null: none)
   std::optional<Interrupted> resume_at;      // an epoch stopped mid-way, continued by run_epoch

@@ -21,11 +21,11 @@ using detail::EpochStats;
 using detail::Interrupted;
 using detail::State;
 
-std::vector<std::string> gather_hosts(comm::Communicator& comm) {
-  constexpr std::size_t kLen = 64;
+// Every rank's text (at most 127 bytes of it), in rank order.
+std::vector<std::string> gather_strings(comm::Communicator& comm, const std::string& text) {
+  constexpr std::size_t kLen = 128;
   char mine[kLen] = {};
-  const std::string h = comm.host();
-  std::strncpy(mine, h.c_str(), kLen - 1);
+  std::strncpy(mine, text.c_str(), kLen - 1);
   std::vector<char> all(kLen * comm.size());
   comm.allgather_bytes(mine, kLen, all.data());
   std::vector<std::string> out;
@@ -143,7 +143,7 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
   const int world = comm.size(), rank = comm.rank();
   State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
            take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
-           nullptr, {}, {}, {}, {}, {}, {}, {}, {}};
+           nullptr, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   apply_subset(st);
   validate(cfg, world, st.train.n);
   st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
@@ -152,7 +152,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     st.own_planner = std::make_unique<planner::Embedded>(settings_of(cfg, st.train.n), world);
     st.planner = st.own_planner.get();
   }
-  st.hosts = gather_hosts(comm);
+  st.hosts = gather_strings(comm, comm.host());
+  st.waiting = gather_strings(comm, comm.waiting());
   st.overlap = resolve_overlap(cfg, st.hosts);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
 

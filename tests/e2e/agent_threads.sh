@@ -40,11 +40,14 @@ echo "2 ranks: $half thread(s) each by default; 2 x $cores threads warned about"
 # Every rank's start line says how it waits and why. Both ranks held to one CPU (the launcher's
 # mask, as a batch system's cpuset gives) run 2 threads on 1 core: warned about.
 waits_of() { grep -E '\[rank 0\] info: host ' <<<"$1" | grep -oE 'waits: .*$'; }
-out=$(run taskset -c 0 "${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --threads 1 --wait sleep)
+out=$(run taskset -c 0 "${MPIRUN[@]}" -np 2 "$AGENT" "${args[@]}" --threads 1 --wait sleep \
+  --summary "$TMP/summary.json")
 grep -qF "[rank 0] warning: host $(hostname) is oversubscribed: 2 rank(s) run 2 TBB threads on 1 core(s)" <<<"$out" ||
   fail "2 ranks on CPU 0: no oversubscription warning: $out"
 [ "$(waits_of "$out")" = "waits: sleep (--wait sleep)" ] || fail "--wait sleep: '$(waits_of "$out")'"
-echo "2 ranks held to one CPU: warned about; --wait sleep said"
+python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["config"]["waiting"]
+assert w == ["sleep (--wait sleep)"] * 2, w' "$TMP/summary.json" || fail "config.waiting in the summary"
+echo "2 ranks held to one CPU: warned about; --wait sleep said, and recorded in the summary"
 
 # --wait auto by the rank's CPU quota: spin without one; in a cgroup held to half a core (where
 # this machine lets us make one), sleep.
