@@ -88,6 +88,7 @@ Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm,
   reg.world = world_;
   reg.host = comm.host();
   reg.config = settings_;
+  reg.waiting = comm.waiting();
   register_line_ = proto::encode(reg);
   net::ClientOptions co;
   co.server = net::parse_host_port(options_.address, "--scheduler");

@@ -79,6 +79,7 @@ json body(const RegisterMsg& m) {
   json j = {{"job", m.job}, {"token", m.token}, {"rank", m.rank}, {"world", m.world},
             {"host", m.host}};
   if (m.config) j["config"] = policy::to_json(*m.config);
+  if (!m.waiting.empty()) j["waiting"] = m.waiting;
   return j;
 }
 
@@ -143,6 +144,7 @@ RegisterMsg register_from(const Fields& f) {
   m.rank = f.small("rank", 0);
   check_rank(m.rank, m.world);
   m.host = f.string("host", 255);
+  m.waiting = f.string_or("waiting", "", 255);
   if (f.has("config")) {
     m.config = policy::settings_from_json(f.object("config"));
     check_bounds(*m.config);

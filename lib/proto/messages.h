@@ -17,6 +17,7 @@ struct RegisterMsg {
   int world = 1;                    // ranks of the job
   std::string host;                 // the rank's host name (for traces and the status page)
   std::optional<policy::Settings> config;  // required to create the job; empty = join only
+  std::string waiting;  // how the rank waits in collectives and why (status page); "" = unsaid
   bool operator==(const RegisterMsg&) const = default;
 };
 

@@ -43,7 +43,7 @@ Job::Job(std::string id, int world, policy::Settings config)
       pending_(static_cast<std::size_t>(world)),
       last_(static_cast<std::size_t>(world)),
       have_(static_cast<std::size_t>(world), 0),
-      hosts_(static_cast<std::size_t>(world)) {
+      rank_info_(static_cast<std::size_t>(world)) {
   for (auto& r : last_) r.epoch = -1;
 }
 
@@ -163,11 +163,13 @@ void Job::commit(const EpochOutcome& o) {
 }
 
 json outcome_json(const std::string& job, const EpochOutcome& o,
-                  const std::vector<std::string>& hosts) {
+                  const std::vector<RankInfo>& ranks) {
   json reports = json::array();
   for (const auto& r : o.reports) {
     json j = policy::to_json(r);
-    j["host"] = hosts[static_cast<std::size_t>(r.rank)];
+    const RankInfo& info = ranks[static_cast<std::size_t>(r.rank)];
+    j["host"] = info.host;
+    if (!info.waiting.empty()) j["waiting"] = info.waiting;
     reports.push_back(std::move(j));
   }
   return {{"type", "epoch"},        {"job", job},           {"epoch", o.epoch + 1},
@@ -192,11 +194,11 @@ EpochOutcome outcome_from_json(const json& j, int world) {
   return o;
 }
 
-std::string trace_lines(const EpochOutcome& o, const std::vector<std::string>& hosts) {
+std::string trace_lines(const EpochOutcome& o, const std::vector<RankInfo>& ranks) {
   std::string out;
   double samples = 0, sum_v = 0, wall_s = 0;
   for (const auto& r : o.reports) {
-    out += trace::rank_record(r, hosts[static_cast<std::size_t>(r.rank)]).dump() + '\n';
+    out += trace::rank_record(r, ranks[static_cast<std::size_t>(r.rank)].host).dump() + '\n';
     samples += static_cast<double>(r.samples);
     sum_v += r.throughput();
     wall_s = std::max(wall_s, r.compute_s + r.comm_s);

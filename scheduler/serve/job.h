@@ -24,6 +24,13 @@ struct EpochOutcome {
   std::vector<double> policy_state;     // after planning
 };
 
+// What a rank said of itself when it registered: the status page shows it, the journal keeps it.
+struct RankInfo {
+  std::string host;
+  std::string waiting;  // how it waits in collectives and why ("" = not said)
+  bool operator==(const RankInfo&) const = default;
+};
+
 // What the status page charts: one row per planned epoch.
 struct EpochHistory {
   std::int64_t epoch = 0;          // 0-based
@@ -72,10 +79,10 @@ class Job {
   std::int64_t timeouts() const { return timeouts_; }
   const std::vector<EpochHistory>& history() const { return history_; }
   const std::vector<policy::Report>& last_reports() const { return last_; }  // epoch -1 = none
-  void set_host(int rank, const std::string& host) {
-    hosts_[static_cast<std::size_t>(rank)] = host;
+  void set_rank_info(int rank, RankInfo info) {
+    rank_info_[static_cast<std::size_t>(rank)] = std::move(info);
   }
-  const std::vector<std::string>& hosts() const { return hosts_; }
+  const std::vector<RankInfo>& rank_info() const { return rank_info_; }
 
  private:
   std::string id_;
@@ -86,19 +93,20 @@ class Job {
   std::vector<policy::Report> pending_, last_;
   std::vector<char> have_;
   int received_ = 0;
-  std::vector<std::string> hosts_;
+  std::vector<RankInfo> rank_info_;
   std::vector<EpochHistory> history_;
   std::int64_t reports_ = 0, plans_ = 0, changes_ = 0, timeouts_ = 0;
 };
 
 // Journal and trace forms of an outcome (the journal's "epoch" record; lib/trace records).
+// A report's rank info is in its record as "host" and, where said, "waiting".
 nlohmann::json outcome_json(const std::string& job, const EpochOutcome& outcome,
-                            const std::vector<std::string>& hosts);
+                            const std::vector<RankInfo>& ranks);
 EpochOutcome outcome_from_json(const nlohmann::json& record, int world);  // throws FieldError
 // The rank records, an eval record and the plan record. The daemon sees no clock of the ranks:
 // the eval record's wall_s is the slowest rank's compute_s + comm_s, which leaves out the
 // per-step work outside both (optimizer update, data). An epoch planned without some ranks'
 // reports has "missing" in its eval record.
-std::string trace_lines(const EpochOutcome& outcome, const std::vector<std::string>& hosts);
+std::string trace_lines(const EpochOutcome& outcome, const std::vector<RankInfo>& ranks);
 
 }  // namespace dbs::scheduler

@@ -168,7 +168,7 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
     log::info("job '" + m.job + "' running again: rank " + std::to_string(m.rank) +
               " registered");
   }
-  live.job->set_host(m.rank, m.host);
+  live.job->set_rank_info(m.rank, {m.host, m.waiting});
   peer = {m.job, m.rank, live.serial};
   session.set_registered(idle_s);
   live.send_plan(m.rank);
@@ -244,8 +244,8 @@ void JobTable::plan_epoch(LiveJob& live) {
   e.done = deliver(job.id(), o.plan, started);
   if (journal_.enabled()) {  // without a state directory there is nothing to write
     e.job = job.id();
-    auto shared = std::make_shared<const std::pair<EpochOutcome, std::vector<std::string>>>(
-        std::move(o), job.hosts());
+    auto shared = std::make_shared<const std::pair<EpochOutcome, std::vector<RankInfo>>>(
+        std::move(o), job.rank_info());
     e.render_line = [shared](Journal::Entry& entry) {
       entry.line = outcome_json(entry.job, shared->first, shared->second).dump() + "\n";
     };

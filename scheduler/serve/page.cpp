@@ -65,7 +65,7 @@ std::string warning(const LiveJob& live) {
   int named = 0;
   for (int r = 0; r < j.world() && named < kRanksNamed; ++r) {
     if (live.sessions[static_cast<std::size_t>(r)] != nullptr) continue;
-    const std::string& host = j.hosts()[static_cast<std::size_t>(r)];
+    const std::string& host = j.rank_info()[static_cast<std::size_t>(r)].host;
     ranks += (named++ > 0 ? ", " : "") + std::to_string(r) +
              (host.empty() ? "" : " (" + chart::escape(host) + ")");
   }
@@ -82,7 +82,7 @@ std::string table(const LiveJob& live) {
   const std::string ran = last != nullptr ? "epoch " + std::to_string(last->epoch + 1) : "ran";
   const bool now = !live.finished;  // a column for the plan of the epoch running now
   std::string s =
-      "<table><thead><tr><th>rank</th><th>host</th><th>connected</th><th>batch, " + ran +
+      "<table><thead><tr><th>rank</th><th>host</th><th>waits</th><th>connected</th><th>batch, " + ran +
       "</th><th>samples/s, " + ran + "</th>" +
       (now ? "<th>batch, epoch " + std::to_string(j.current().epoch + 1) + " (now)</th>" : "") +
       "<th>last report</th></tr></thead><tbody>";
@@ -90,7 +90,9 @@ std::string table(const LiveJob& live) {
     const auto i = static_cast<std::size_t>(r);
     const policy::Report& report = j.last_reports()[i];
     const bool reported = last != nullptr && last->batch[i] > 0;
-    s += "<tr class=\"rank\"><td>" + std::to_string(r) + "</td><td>" + chart::escape(j.hosts()[i]) +
+    const RankInfo& info = j.rank_info()[i];
+    s += "<tr class=\"rank\"><td>" + std::to_string(r) + "</td><td>" + chart::escape(info.host) +
+         "</td><td class=\"waiting\">" + (info.waiting.empty() ? "-" : chart::escape(info.waiting)) +
          "</td><td>" + (live.sessions[i] != nullptr ? "yes" : "no") +
          "</td><td class=\"ran-batch\">" + (reported ? std::to_string(last->batch[i]) : "-") +
          "</td><td class=\"ran-throughput\">" +
@@ -100,7 +102,7 @@ std::string table(const LiveJob& live) {
          "</td></tr>";
   }
   if (j.world() > kRowsShown)
-    s += "<tr><td colspan=\"7\">and " + std::to_string(j.world() - kRowsShown) +
+    s += "<tr><td colspan=\"8\">and " + std::to_string(j.world() - kRowsShown) +
          " more ranks</td></tr>";
   return s + "</tbody></table>";
 }

@@ -35,11 +35,13 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
   } else if (type == "epoch") {
     Job& job = *it->second->job;
     const EpochOutcome o = outcome_from_json(r.json, job.world());
-    for (const auto& rep : r.json["reports"])
-      if (rep.contains("host") && rep["host"].is_string())
-        job.set_host(rep["rank"].get<int>(), rep["host"].get<std::string>());
+    for (const auto& rep : r.json["reports"]) {
+      const Fields f(rep, "epoch record: report");
+      job.set_rank_info(rep["rank"].get<int>(),
+                        {f.string_or("host", "", 255), f.string_or("waiting", "", 255)});
+    }
     job.commit(o);
-    traces[id] += trace_lines(o, job.hosts());
+    traces[id] += trace_lines(o, job.rank_info());
   } else if (type == "finished") {
     it->second->finished = true;
   } else if (type == "stopped" || type == "running") {

@@ -29,7 +29,8 @@ json job_json(const LiveJob& live) {
     const auto i = static_cast<std::size_t>(r);
     const policy::Report& report = j.last_reports()[i];
     json rank = {{"rank", r},
-                 {"host", j.hosts()[i]},
+                 {"host", j.rank_info()[i].host},
+                 {"waiting", j.rank_info()[i].waiting},
                  {"connected", live.sessions[i] != nullptr},
                  {"batch", shown_plan.batch[i]},
                  {"throughput", report.throughput()},

@@ -62,6 +62,15 @@ done
 curl -sf "http://$http/status" >"$TMP/status.json" || fail "no /status"
 json_get "$TMP/status.json" "[j['state'] for j in d['jobs'] if j['job'] == 'e2e-job']" | grep -qx "\['finished'\]" ||
   fail "/status does not show the finished job: $(cat "$TMP/status.json")"
+# Each rank's "waiting" is what its start line said ("waits: spin (auto: no CPU quota)").
+python3 - "$TMP/status.json" "$TMP/out" <<'PY' || fail "/status does not say how the ranks wait"
+import json, re, sys
+job = [j for j in json.load(open(sys.argv[1]))["jobs"] if j["job"] == "e2e-job"][0]
+said = sorted(re.findall(r", waits: (.+)$", open(sys.argv[2]).read(), re.M))
+shown = sorted(r["waiting"] for r in job["ranks"])
+assert len(said) == 2 and shown == said, (shown, said)
+print("waiting:", shown)
+PY
 
 # The page: well-formed XHTML whose inline SVG charts have one line per rank over the 3 epochs.
 curl -sf "http://$http/" >"$TMP/page.html" || fail "no page"

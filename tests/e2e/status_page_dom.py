@@ -98,6 +98,7 @@ def check_job(section, job):
         assert cell("ran-batch") == (str(ran) if ran is not None else "-"), (where, rank)
         tp = rank["ran_throughput"]
         assert cell("ran-throughput") == ("%.1f" % tp if tp is not None else "-"), (where, rank)
+        assert cell("waiting") == (rank["waiting"] or "-"), (where, rank)
         if job["state"] != "finished":
             assert cell("batch") == str(rank["batch"]), (where, rank)
     svgs = list(section.all("svg"))

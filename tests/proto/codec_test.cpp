@@ -79,7 +79,7 @@ void round_trips(const T& message) {
 }  // namespace
 
 TEST_CASE("Proto.RoundTrip.EveryMessage") {
-  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", dbs::policy::Settings{}};
+  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", dbs::policy::Settings{}, ""};
   reg.config->policy = "fixed:32,32,32,32";
   reg.config->samples_per_epoch = 60000;
   reg.config->rebalance_every = 12;
@@ -87,6 +87,8 @@ TEST_CASE("Proto.RoundTrip.EveryMessage") {
   RegisterMsg join = reg;
   join.config.reset();
   round_trips(join);
+  reg.waiting = "sleep (auto: CPU quota of 0.33 core(s) for 1 thread(s))";
+  round_trips(reg);
   round_trips(ReportMsg{"job-1", sample_report()});
   round_trips(sample_share());
   round_trips(ErrorMsg{"auth", "invalid token"});
@@ -214,6 +216,13 @@ TEST_CASE("Proto.Reject.RegisterFields") {
   CHECK(rejection(
             R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h","config":3})") ==
         "invalid: field 'config' must be an object, got 3");
+  // "waiting" is optional; where given, a string of at most 255 characters.
+  const std::string head = R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h")";
+  CHECK(rejection(head + R"x(,"waiting":"spin (auto: no CPU quota)"})x") == "accepted");
+  CHECK(rejection(head + R"(,"waiting":1})") ==
+        "invalid: field 'waiting' must be a string, got 1");
+  CHECK(rejection(head + R"(,"waiting":")" + std::string(256, 'w') + "\"}") ==
+        "invalid: field 'waiting' must be at most 255 characters, got 256");
 }
 
 TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {

@@ -95,8 +95,8 @@ class Agent {
 
   // Registers; returns the daemon's answer (a plan, or an error line).
   std::optional<std::string> join(const policy::Settings& config = job_config()) {
-    client_.send(proto::encode(
-        proto::RegisterMsg{job_, token_, rank_, world_, "host" + std::to_string(rank_), config}));
+    client_.send(proto::encode(proto::RegisterMsg{
+        job_, token_, rank_, world_, "host" + std::to_string(rank_), config, waiting}));
     return client_.line();
   }
   // Reports epoch (0-based) having run with `batch` at `speed` samples/s.
@@ -122,6 +122,7 @@ class Agent {
   }
   SocketClient& client() { return client_; }
   const std::string& last_error() const { return last_error_; }
+  std::string waiting;  // what join() says of how the rank waits ("" = not said)
 
  private:
   SocketClient client_;

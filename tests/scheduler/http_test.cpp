@@ -8,6 +8,7 @@ using namespace dbs::test;
 TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   TestDaemon daemon(test_options());
   Agent r0(daemon.port(), "web", 0, 2), r1(daemon.port(), "web", 1, 2);
+  r0.waiting = "sleep (auto: CPU quota of 0.33 core(s) for 1 thread(s))";
   REQUIRE(r0.join());
   REQUIRE(r1.join());
   for (std::int64_t e = 0; e < 2; ++e) {
@@ -35,11 +36,15 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
   CHECK(job["epoch"] == 3);
   CHECK(job["plan"]["batch"] == nlohmann::json::array({85, 43}));
   CHECK(job["ranks"][1]["host"] == "host1");
+  CHECK(job["ranks"][0]["waiting"] == r0.waiting);
+  CHECK(job["ranks"][1]["waiting"] == "");  // not said
   CHECK(job["ranks"][0]["throughput"] == 2000.0);
   CHECK(status["daemon"]["protocol"] == 2);
 
   const std::string page = http_body(http_fetch(daemon.http_port(), "/"));
   CHECK(page.find("<h2>job web") != std::string::npos);
+  CHECK(page.find("<td class=\"waiting\">" + r0.waiting + "</td>") != std::string::npos);
+  CHECK(page.find("<td class=\"waiting\">-</td>") != std::string::npos);
   CHECK(page.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   CHECK(page.find("<polyline") != std::string::npos);
   for (const char* want : {">epoch</text>", ">samples per step</text>", ">samples/s</text>"}) {

@@ -114,7 +114,7 @@ TEST_CASE("Job.JournalledOutcomesRestoreTheSameJob") {
       a.add(report(r, e, batch[static_cast<std::size_t>(r)], 1000.0 * (r + 1) * slow));
     const auto o = a.plan(30);
     a.commit(o);
-    const auto text = scheduler::outcome_json("j", o, a.hosts()).dump();
+    const auto text = scheduler::outcome_json("j", o, a.rank_info()).dump();
     b.commit(scheduler::outcome_from_json(nlohmann::json::parse(text), 3));
     CHECK(b.current() == a.current());
   }

@@ -204,6 +204,7 @@ TEST_CASE("Views.ARestoredJobShowsItsEpochsAndIsLostUntilItsRanksReturn") {
   {
     TestDaemon d(o);
     Agent r0(d.port(), "back", 0, 2), r1(d.port(), "back", 1, 2);
+    r1.waiting = "spin (auto: no CPU quota)";
     ran = run_job(r0, r1, 3);
   }
   TestDaemon d(o);
@@ -214,6 +215,9 @@ TEST_CASE("Views.ARestoredJobShowsItsEpochsAndIsLostUntilItsRanksReturn") {
   CHECK(status()["epoch"] == 4);      // the journal's last plan is for epoch 4, not run yet
   CHECK(status()["ran_epoch"] == 3);  // the history is restored from the journal
   CHECK(status()["ranks"][0]["ran_batch"] == ran.batch[0]);
+  CHECK(status()["ranks"][1]["host"] == "host1");  // what the ranks said, from the journal
+  CHECK(status()["ranks"][1]["waiting"] == "spin (auto: no CPU quota)");
+  CHECK(status()["ranks"][0]["waiting"] == "");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (status()["state"] != "lost" && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
