@@ -333,6 +333,7 @@ int run_balance(const BalanceOptions& given) {
   auto comm = comm::make_mpi(comm::parse_algorithm(o.allreduce), comm::parse_wait(o.wait));
   comm->set_threads(limit.threads());
   try {
+    const std::vector<std::string> waiting = comm::gather_strings(*comm, comm->waiting());
     const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
     const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
     // Stand-alone rounds: before the first run, between runs (--solo-between), after the last
@@ -393,7 +394,8 @@ int run_balance(const BalanceOptions& given) {
       const nlohmann::json out({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
-                                {"quota", o.quota}, {"wait", o.wait}, {"allreduce", o.allreduce},
+                                {"quota", o.quota}, {"wait", o.wait}, {"waiting", waiting},
+                                {"allreduce", o.allreduce},
                                 {"solo_rate", first}, {"independent_ideal_s", independent_s},
                                 {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
                                 {"independent_drift", independent_s > 0 && after_s > 0

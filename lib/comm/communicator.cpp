@@ -34,6 +34,17 @@ struct Seat {
 
 }  // namespace
 
+std::vector<std::string> gather_strings(Communicator& comm, const std::string& text) {
+  constexpr std::size_t kLen = 128;
+  char mine[kLen] = {};
+  std::strncpy(mine, text.c_str(), kLen - 1);
+  std::vector<char> all(kLen * static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(mine, kLen, all.data());
+  std::vector<std::string> out;
+  for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + r * kLen);
+  return out;
+}
+
 HostShare host_share(Communicator& comm, int threads) {
   Seat mine{};
   std::strncpy(mine.host, comm.host().c_str(), sizeof mine.host - 1);

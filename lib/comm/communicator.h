@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace dbs::comm {
 
@@ -68,6 +69,9 @@ struct HostShare {
   bool oversubscribed() const { return threads > cores; }
 };
 HostShare host_share(Communicator& comm, int threads);
+
+// Every rank's text (at most 127 bytes of it), in rank order. A collective.
+std::vector<std::string> gather_strings(Communicator& comm, const std::string& text);
 
 // Throws CheckError unless counts has `world` entries summing to `length`.
 void check_segments(std::size_t length, std::span<const std::size_t> counts, int world);

@@ -21,18 +21,6 @@ using detail::EpochStats;
 using detail::Interrupted;
 using detail::State;
 
-// Every rank's text (at most 127 bytes of it), in rank order.
-std::vector<std::string> gather_strings(comm::Communicator& comm, const std::string& text) {
-  constexpr std::size_t kLen = 128;
-  char mine[kLen] = {};
-  std::strncpy(mine, text.c_str(), kLen - 1);
-  std::vector<char> all(kLen * comm.size());
-  comm.allgather_bytes(mine, kLen, all.data());
-  std::vector<std::string> out;
-  for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + r * kLen);
-  return out;
-}
-
 // FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
 std::uint64_t fingerprint(const policy::Plan& plan, std::span<const float> params) {
   std::uint64_t h = fnv1a(plan.batch.data(), plan.batch.size() * sizeof(int));
@@ -152,8 +140,8 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     st.own_planner = std::make_unique<planner::Embedded>(settings_of(cfg, st.train.n), world);
     st.planner = st.own_planner.get();
   }
-  st.hosts = gather_strings(comm, comm.host());
-  st.waiting = gather_strings(comm, comm.waiting());
+  st.hosts = comm::gather_strings(comm, comm.host());
+  st.waiting = comm::gather_strings(comm, comm.waiting());
   st.overlap = resolve_overlap(cfg, st.hosts);
   st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
 

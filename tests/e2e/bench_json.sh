@@ -92,6 +92,12 @@ import json, sys
 q = {d["rank"]: d["quota_cores"] for d in map(json.loads, open(sys.argv[1])) if d["type"] == "timing"}
 assert q == {0: 0.0, 1: 0.5}, q
 PY
+  # --wait auto (the default): the quota-held rank sleeps and the JSON says why, rank 0 spins.
+  python3 - "$TMP/quota.json" <<'PY' || fail "how the ranks wait, in the balance JSON"
+import json, sys
+w = json.load(open(sys.argv[1]))["waiting"]
+assert w == ["spin (auto: no CPU quota)", "sleep (auto: CPU quota of 0.50 core(s) for 1 thread(s))"], w
+PY
   ls "$CG" | grep -q '^dbs-bench-' && fail "balance --quota left a cgroup behind: $(ls "$CG" | grep '^dbs-bench-')"
   echo "balance --quota 1=0.5 ok: rank 1 at half a core, leftovers removed"
 else
@@ -111,6 +117,7 @@ assert all(v > 0 for v in d["solo_rate"] + d["solo_rate_after"]), d
 for k, rates in (("independent_ideal_s", d["solo_rate"]), ("independent_ideal_after_s", d["solo_rate_after"])):
     assert abs(d[k] - 512 / sum(rates)) <= 1e-9 * d[k], (k, d[k], rates)
 assert abs(d["independent_drift"] - (d["independent_ideal_after_s"] / d["independent_ideal_s"] - 1)) < 1e-12
+assert len(d["waiting"]) == 2 and all(w.startswith(("spin (", "sleep (")) for w in d["waiting"]), d["waiting"]
 runs = {r["run"]: r for r in d["runs"]}
 assert set(runs) == {"static", "dbs"}, runs
 for r in runs.values():
