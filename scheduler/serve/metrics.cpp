@@ -173,6 +173,18 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
     for (const char* state : {"running", "lost", "stopped", "finished"})
       o.sample("dbs_job_state", job_label(id) + ",state=\"" + state + "\"",
                std::string(live->state()) == state ? 1.0 : 0.0);
+  o.family("dbs_rank_info", "gauge",
+           "1, labelled with what the rank said when it registered: its host and how it waits in "
+           "collectives and why.");
+  for (const auto& [id, live] : jobs.jobs()) {
+    const auto& info = live->job->rank_info();
+    for (std::size_t r = 0; r < info.size() && r < static_cast<std::size_t>(kRanksShown); ++r)
+      if (!info[r].host.empty() || !info[r].waiting.empty())  // registered since the start
+        o.sample("dbs_rank_info",
+                 rank_label(id, r) + ",host=" + quoted(info[r].host) +
+                     ",waiting=" + quoted(info[r].waiting),
+                 1);
+  }
   o.family("dbs_rank_throughput_samples_per_second", "gauge",
            "Samples per compute second in the rank's last report.");
   for (const auto& [id, live] : jobs.jobs())

@@ -68,6 +68,9 @@ check 'dbs_job_epoch' 'len(rs) == 1 and rs[0]["metric"] == {"__name__": "dbs_job
 check '{exported_job!=""}' 'rs == []'
 check 'dbs_rank_throughput_samples_per_second{job_id="prom-job"}' 'sorted(r["metric"]["rank"] for r in rs) == ["0", "1"] and all(r["value"] > 0 for r in rs)'
 check 'dbs_rank_batch{job_id="prom-job"}' 'len(rs) == 2 and sum(r["value"] for r in rs) == 128'
+# The info series joins a rank's figures to its host and wait mode (a quota-held node sleeps).
+check 'dbs_rank_info{job_id="prom-job"}' 'sorted(r["metric"]["rank"] for r in rs) == ["0", "1"] and all(r["value"] == 1 and r["metric"]["host"] != "" and r["metric"]["waiting"].startswith(("spin (", "sleep (")) for r in rs)'
+check 'dbs_rank_throughput_samples_per_second * on(job_id, rank) group_left(host, waiting) dbs_rank_info' 'len(rs) == 2 and all("waiting" in r["metric"] for r in rs)'
 check 'dbs_job_state{job_id="prom-job",state="finished"}' 'len(rs) == 1 and rs[0]["value"] == 1'
 check 'max_over_time(dbs_job_state{job_id="prom-job",state="running"}[5m])' 'len(rs) == 1 and rs[0]["value"] == 1'
 check 'dbs_job_efficiency_ratio{job_id="prom-job"}' 'len(rs) == 1 and 0 < rs[0]["value"] <= 1.5'

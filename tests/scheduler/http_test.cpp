@@ -25,7 +25,10 @@ TEST_CASE("Http.MetricsStatusAndPageShowTheJob") {
         "dbs_job_connected_ranks{job_id=\"web\"} 2", "dbs_job_reports_total{job_id=\"web\"} 4",
         "dbs_job_plan_changes_total{job_id=\"web\"} 2",
         "dbs_rank_throughput_samples_per_second{job_id=\"web\",rank=\"0\"} 2000",
-        "dbs_rank_batch{job_id=\"web\",rank=\"1\"} 43", "# TYPE dbs_job_efficiency_ratio gauge"}) {
+        "dbs_rank_batch{job_id=\"web\",rank=\"1\"} 43", "# TYPE dbs_job_efficiency_ratio gauge",
+        "dbs_rank_info{job_id=\"web\",rank=\"0\",host=\"host0\",waiting=\"sleep (auto: CPU quota "
+        "of 0.33 core(s) for 1 thread(s))\"} 1",
+        "dbs_rank_info{job_id=\"web\",rank=\"1\",host=\"host1\",waiting=\"\"} 1"}) {
     CAPTURE(want);
     CHECK(metrics.find(want) != std::string::npos);
   }
