@@ -45,6 +45,16 @@ const char* name(ErrorCode code) {
 
 namespace {
 
+// A line of text a rank says of itself (its host, how it waits): at most 255 bytes and no
+// control characters, so that it shows as one line on the page, in logs and in a metric's label.
+std::string line_of(const Fields& f, const char* key) {
+  std::string s = f.string_or(key, "", 255);
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      f.fail("field '" + std::string(key) + "' must not contain control characters");
+  return s;
+}
+
 // A job id: 1-64 of A-Z a-z 0-9 . _ -, not starting with '.'.
 std::string job_of(const Fields& f) {
   std::string s = f.string("job", kMaxJobId);
@@ -143,8 +153,9 @@ RegisterMsg register_from(const Fields& f) {
   m.world = f.small("world", 1, kMaxWorld);
   m.rank = f.small("rank", 0);
   check_rank(m.rank, m.world);
-  m.host = f.string("host", 255);
-  m.waiting = f.string_or("waiting", "", 255);
+  f.need("host");  // required; "" is allowed
+  m.host = line_of(f, "host");
+  m.waiting = line_of(f, "waiting");
   if (f.has("config")) {
     m.config = policy::settings_from_json(f.object("config"));
     check_bounds(*m.config);

@@ -16,8 +16,9 @@
 //        "config":{"policy":"dbs","global_batch":B,"samples_per_epoch":N,"min_batch":1,
 //                  "max_batch":0,"min_gain":0.02,"rebalance_every":0}}
 //     "config" is the policy Settings' JSON form (lib/policy/plan.h). An optional "waiting"
-//     (at most 255 characters) says how the rank waits in collectives and why, as its start
-//     line does ("spin (auto: no CPU quota)"); the status page shows it beside the host.
+//     says how the rank waits in collectives and why, as its start line does ("spin (auto: no
+//     CPU quota)"); the status page and /metrics show it beside the host. "host" and "waiting"
+//     are one line of text each: at most 255 bytes, no control characters.
 //     The first register of an unknown job with a "config" creates the job; later ones must
 //     carry the same world and config. Without "config" a register only joins an existing job.
 //     "token" is the job token when the daemon has one (compared in constant time, never

@@ -223,6 +223,14 @@ TEST_CASE("Proto.Reject.RegisterFields") {
         "invalid: field 'waiting' must be a string, got 1");
   CHECK(rejection(head + R"(,"waiting":")" + std::string(256, 'w') + "\"}") ==
         "invalid: field 'waiting' must be at most 255 characters, got 256");
+  // Both are one line of text: shown on the page, in logs and as a metric's label.
+  CHECK(rejection(head + R"(,"waiting":"spin\nsleep"})") ==
+        "invalid: field 'waiting' must not contain control characters");
+  CHECK(rejection(R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"a\u0007b"})") ==
+        "invalid: field 'host' must not contain control characters");
+  CHECK(rejection(R"({"v":2,"type":"register","job":"j","rank":0,"world":1})") ==
+        "invalid: missing field 'host'");
+  CHECK(rejection(head + R"x(,"waiting":"sleep (\"quoted\", ünïcode)"})x") == "accepted");
 }
 
 TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {
