@@ -179,7 +179,7 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
   for (const auto& [id, live] : jobs.jobs()) {
     const auto& info = live->job->rank_info();
     for (std::size_t r = 0; r < info.size() && r < static_cast<std::size_t>(kRanksShown); ++r)
-      if (!info[r].host.empty() || !info[r].waiting.empty())  // registered since the start
+      if (!info[r].host.empty() || !info[r].waiting.empty())  // registered, or restored
         o.sample("dbs_rank_info",
                  rank_label(id, r) + ",host=" + quoted(info[r].host) +
                      ",waiting=" + quoted(info[r].waiting),

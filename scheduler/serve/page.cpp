@@ -82,8 +82,8 @@ std::string table(const LiveJob& live) {
   const std::string ran = last != nullptr ? "epoch " + std::to_string(last->epoch + 1) : "ran";
   const bool now = !live.finished;  // a column for the plan of the epoch running now
   std::string s =
-      "<table><thead><tr><th>rank</th><th>host</th><th>waits</th><th>connected</th><th>batch, " + ran +
-      "</th><th>samples/s, " + ran + "</th>" +
+      "<table><thead><tr><th>rank</th><th>host</th><th>waits</th><th>connected</th>"
+      "<th>batch, " + ran + "</th><th>samples/s, " + ran + "</th>" +
       (now ? "<th>batch, epoch " + std::to_string(j.current().epoch + 1) + " (now)</th>" : "") +
       "<th>last report</th></tr></thead><tbody>";
   for (int r = 0; r < j.world() && r < kRowsShown; ++r) {
@@ -91,8 +91,9 @@ std::string table(const LiveJob& live) {
     const policy::Report& report = j.last_reports()[i];
     const bool reported = last != nullptr && last->batch[i] > 0;
     const RankInfo& info = j.rank_info()[i];
+    const std::string waiting = info.waiting.empty() ? "-" : chart::escape(info.waiting);
     s += "<tr class=\"rank\"><td>" + std::to_string(r) + "</td><td>" + chart::escape(info.host) +
-         "</td><td class=\"waiting\">" + (info.waiting.empty() ? "-" : chart::escape(info.waiting)) +
+         "</td><td class=\"waiting\">" + waiting +
          "</td><td>" + (live.sessions[i] != nullptr ? "yes" : "no") +
          "</td><td class=\"ran-batch\">" + (reported ? std::to_string(last->batch[i]) : "-") +
          "</td><td class=\"ran-throughput\">" +

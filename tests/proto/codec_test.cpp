@@ -79,7 +79,8 @@ void round_trips(const T& message) {
 }  // namespace
 
 TEST_CASE("Proto.RoundTrip.EveryMessage") {
-  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03", dbs::policy::Settings{}, ""};
+  RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03",
+                  dbs::policy::Settings{}, ""};
   reg.config->policy = "fixed:32,32,32,32";
   reg.config->samples_per_epoch = 60000;
   reg.config->rebalance_every = 12;
