@@ -10,7 +10,10 @@ faster than static and at most one plan change; the sleep case within 1.05x of i
 ratio is only as good as its bracket's drift (the stand-alone ideal after the run over the one
 before): the runs whose bracket moved by more than 10% are counted too. The same counts against
 the concurrent bracket (every rank alone at once: what ranks on one host cost each other) and
-against the best split for the speeds the ranks had in the run are given for reference.
+against the best split for the speeds the ranks had in the run are given for reference. Last,
+per case, the yardstick's own spread: the stand-alone ideal and each rank's stand-alone rate
+over every one-at-a-time round of the case's runs (a target tighter than that spread cannot be
+told from the machine's drift).
 Exits 1 where DIR holds no results or a file cannot be read.
 """
 import argparse
@@ -52,7 +55,10 @@ def load(path, case, policy):
         first = d["steady_from_epoch"]
         plans = ["/".join(str(b) for b in e["batch"]) for e in r["epochs"]]
         plans = [plans[first - 2] if first >= 2 else "-"] + plans[first - 1:]
+        rounds = d["solo_rounds"]
         return {
+            "ideals": [x["independent_ideal_s"] for x in rounds],
+            "rates": [x["solo_rate"] for x in rounds],
             "epoch_s": r["steady_wall_s"] / steady if steady else 0.0,
             "plans": plans,
             "bracket": r.get("steady_ratio_to_bracket"),
@@ -90,6 +96,19 @@ def plans(ps):
 def count(rows, key, ok, zero_is_absent=True):
     have = [r for r in rows if r[key] is not None and not (zero_is_absent and r[key] == 0)]
     return "%d of %d" % (sum(1 for r in have if ok(r[key])), len(have)) if have else "-"
+
+
+def spread(rows):
+    """The stand-alone ideal's range over the rounds of rows, with each rank's rate range."""
+    ideals = [v for r in rows for v in r["ideals"]]
+    if not ideals:
+        return "no stand-alone rounds"
+    rates = [v for r in rows for v in r["rates"]]
+    ranks = ", ".join("rank %d %s-%s img/s" % (i, "{:,.0f}".format(min(v[i] for v in rates)),
+                                               "{:,.0f}".format(max(v[i] for v in rates)))
+                      for i in range(len(rates[0])))
+    return "%.3f-%.3f s over %d rounds (max/min %s); alone, %s" % (
+        min(ideals), max(ideals), len(ideals), pct(max(ideals) / min(ideals) - 1), ranks)
 
 
 def main():
@@ -137,6 +156,7 @@ def main():
                   top, count(rows, "concurrent", lambda v: v <= top),
                   count(rows, "best", lambda v: v <= top), round(100 * DRIFT_NOTE),
                   count(rows, "drift", lambda v: abs(v) > DRIFT_NOTE, False)))
+        print("  the yardstick: the one-at-a-time stand-alone ideal ranged " + spread(rows))
 
 
 if __name__ == "__main__":

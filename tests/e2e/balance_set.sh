@@ -59,6 +59,16 @@ for case in cases:
         assert "at most 1 plan change(s) in the steady epochs: %d of 1" % int(r["steady_plan_changes"] <= 1) in block, block
     drifted = int(abs(r["bracket_drift"]) > 0.10)
     assert "more than 10%%: %d of 1" % drifted in block, block
+    ideals = [x["independent_ideal_s"] for x in j["solo_rounds"]]
+    rates = [x["solo_rate"] for x in j["solo_rounds"]]
+    m = re.search(r"ideal ranged (\S+)-(\S+) s over (\d+) rounds \(max/min \+(\S+)%\); alone, (.*)$", block, re.M)
+    assert m and int(m.group(3)) == len(ideals) >= 2, (block, ideals)
+    for got, w, half in zip(m.groups()[:2] + (m.group(4),), [min(ideals), max(ideals), 100 * (max(ideals) / min(ideals) - 1)],
+                            [5e-4, 5e-4, 0.05]):
+        assert abs(float(got) - w) <= half * 1.001, (m.groups(), ideals)
+    for i in range(2):
+        lo, hi = min(v[i] for v in rates), max(v[i] for v in rates)
+        assert "rank %d {:,.0f}-{:,.0f} img/s".format(lo, hi) % i in m.group(5), (m.group(5), rates)
     print("%s: tally ok (/bracket %.3f, met %d)" % (case, r["steady_ratio_to_bracket"], met))
 PY
 # The tally alone prints the same again; --policy picks another run.
