@@ -8,6 +8,7 @@
 
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
+#include "lib/policy/plan.h"
 #include "lib/train/trainer.h"
 
 namespace dbs::bench {
@@ -25,6 +26,7 @@ struct BalanceOptions {
   std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
   std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
   std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
+  double min_gain = policy::Settings{}.min_gain;  // dbs keeps its plan below this predicted gain
   int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
   bool solo_after = true;                     // stand-alone runs after the policy runs as well

@@ -78,6 +78,7 @@ train::Config base_config(const BalanceOptions& o) {
   c.table = false;
   c.wait = o.wait;
   c.allreduce = o.allreduce;
+  c.min_gain = o.min_gain;
   return c;
 }
 
@@ -395,7 +396,7 @@ int run_balance(const BalanceOptions& given) {
                                 {"threads", o.threads}, {"global_batch", o.batch},
                                 {"train_samples", o.train_limit}, {"disturb", o.disturb},
                                 {"quota", o.quota}, {"wait", o.wait}, {"waiting", waiting},
-                                {"allreduce", o.allreduce},
+                                {"allreduce", o.allreduce}, {"min_gain", o.min_gain},
                                 {"solo_rate", first}, {"independent_ideal_s", independent_s},
                                 {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
                                 {"independent_drift", independent_s > 0 && after_s > 0
@@ -434,6 +435,7 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
   cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups; none for none)");
   cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
+  cmd->add_option("--min-gain", o->min_gain, "dbs keeps its plan below this predicted gain (fraction), as dbs-agent's")->capture_default_str()->check(dbs::cli::between(0, 0.999999));
   cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
   cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(dbs::cli::at_least(0));
   cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(dbs::cli::above(0));

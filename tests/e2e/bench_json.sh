@@ -194,7 +194,16 @@ print("balance summary: %d runs, %d drift note(s)" % (len(rows), len(notes)))
 PY
 "${MPIRUN[@]}" -np 2 "$BENCH" balance --model lenet --epochs 1 --batch 64 --train-limit 256 \
   --test-limit 100 --solo-epochs 1 --solo-limit 128 --runs static,dbs,fixed:40,24 --no-solo-after --no-solo-between \
+  --min-gain 0.07 --trace-dir "$TMP/tr1" \
   >"$TMP/balance1.json" 2>"$TMP/balance1.err" || { cat "$TMP/balance1.err"; fail "balance --no-solo-after failed"; }
+# --min-gain reaches the policy of every run (the traces' config) and the JSON; the default is the policy's.
+json_get "$TMP/balance.json" "d['min_gain']" | grep -qx 0.02 || fail "balance's default min_gain is not the policy's 0.02"
+json_get "$TMP/balance1.json" "d['min_gain']" | grep -qx 0.07 || fail "--min-gain 0.07 not in the JSON"
+for run in static dbs; do
+  head -n 1 "$TMP/tr1/$run.jsonl" | python3 -c "import json, sys; assert json.load(sys.stdin)['config']['min_gain'] == 0.07" ||
+    fail "--min-gain 0.07 did not reach run $run: $(head -c 300 "$TMP/tr1/$run.jsonl")"
+done
+expect_fail "--min-gain: must be in [0, 0.999999], got 1.5" "$BENCH" balance --min-gain 1.5
 # --runs splits at commas; a fixed: entry keeps its sizes.
 json_get "$TMP/balance1.json" "[(r['run'], r['epochs'][0]['batch']) for r in d['runs']][2]" |
   grep -qx "('fixed:40,24', \[40, 24\])" || fail "--runs fixed:40,24 did not run the plan 40/24"
