@@ -100,7 +100,7 @@ def count(rows, key, ok, zero_is_absent=True):
 
 def spread(rows):
     """The stand-alone ideal's range over the rounds of rows, with each rank's rate range."""
-    ideals = [v for r in rows for v in r["ideals"]]
+    ideals = [v for r in rows for v in r["ideals"] if v > 0]  # 0: a round without a rate
     if not ideals:
         return "no stand-alone rounds"
     rates = [v for r in rows for v in r["rates"]]
