@@ -102,13 +102,14 @@ def spread(rows):
     """The stand-alone ideal's range over the rounds of rows, with each rank's rate range."""
     ideals = [v for r in rows for v in r["ideals"] if v > 0]  # 0: a round without a rate
     if not ideals:
-        return "no stand-alone rounds"
+        return "no stand-alone rounds with a rate"
     rates = [v for r in rows for v in r["rates"]]
     ranks = ", ".join("rank %d %s-%s img/s" % (i, "{:,.0f}".format(min(v[i] for v in rates)),
                                                "{:,.0f}".format(max(v[i] for v in rates)))
                       for i in range(len(rates[0])))
-    return "%.3f-%.3f s over %d rounds (max/min %s); alone, %s" % (
-        min(ideals), max(ideals), len(ideals), pct(max(ideals) / min(ideals) - 1), ranks)
+    return ("the one-at-a-time stand-alone ideal ranged %.3f-%.3f s over %d rounds (max/min %s); "
+            "alone, %s" % (min(ideals), max(ideals), len(ideals),
+                           pct(max(ideals) / min(ideals) - 1), ranks))
 
 
 def main():
@@ -156,7 +157,7 @@ def main():
                   top, count(rows, "concurrent", lambda v: v <= top),
                   count(rows, "best", lambda v: v <= top), round(100 * DRIFT_NOTE),
                   count(rows, "drift", lambda v: abs(v) > DRIFT_NOTE, False)))
-        print("  the yardstick: the one-at-a-time stand-alone ideal ranged " + spread(rows))
+        print("  the yardstick: " + spread(rows))
 
 
 if __name__ == "__main__":
