@@ -24,6 +24,8 @@ scontrol requeue "$job" || fail "scontrol requeue $job"
 # fail_job MESSAGE: fail, after what slurmctld logged of the job (why it did not run again).
 fail_job() {
   grep -E "JobId=$job( |$)" "$DIR/slurm/log/slurmctld.log" | tail -n 20 >&2
+  local f
+  for f in "$DIR"/slurm/log/slurmd-node*.log; do echo "== ${f##*/}" >&2; tail -n 15 "$f" >&2; done
   fail "$@"
 }
 echo "requeued job $job after its first checkpoint"
@@ -32,6 +34,13 @@ echo "requeued job $job after its first checkpoint"
 state=
 for _ in $(seq 150); do state=$(job_state "$job"); [ "$state" = PENDING ] && break; sleep 0.2; done
 [ "$state" = PENDING ] || { cat "$log"; fail_job "job $job not pending 30 s after the requeue: ${state:-no answer}"; }
+# That hold also keeps the second run out of the second in which the nodes killed the first:
+# slurmd then revoked the job's credential, and it refuses a credential made in the same second
+# (Slurm compares whole seconds: "Job 2 already killed, do not launch batch job"), and the job
+# ends at once with 1 and no output. The kill came before the job was pending, so the hold is
+# lifted once the clock has passed the second in which it became pending (all nodes are here).
+pending_at=$(date +%s)
+while [ "$(date +%s)" -le "$pending_at" ]; do sleep 0.05; done
 scontrol update JobId="$job" StartTime=now || fail "scontrol update StartTime=now"
 rc=0
 wait_job "$job" || rc=$?
