@@ -39,14 +39,14 @@ void prepare_file(const std::string& path, const char* option) {
   prepare_folder(fs::path(path).parent_path().string(), option, path);
 }
 
-// A thread count from the environment (0: unset); throws ConfigError naming the variable.
+// A thread or CPU count from the environment (0: unset); throws ConfigError naming the variable.
 int threads_from_env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return 0;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
   if (*end != '\0' || n < 1 || n > 4096)
-    throw ConfigError(std::string(name) + "=" + v + ": expected a thread count from 1 to 4096");
+    throw ConfigError(std::string(name) + "=" + v + ": expected a count from 1 to 4096");
   return static_cast<int>(n);
 }
 
@@ -149,7 +149,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint (none there: start afresh)")->group(ckpt);
 
   const char* const perf = "Performance";
-  app.add_option("--threads", c.threads, "TBB threads per rank (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the host's cores shared among its ranks; 0 = all cores)")->check(between(0, 4096))->group(perf);
+  app.add_option("--threads", c.threads, "TBB threads per rank (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the CPUs the launcher bound the rank to, else the node's CPUs in a Slurm job (SLURM_CPUS_ON_NODE) or the host's cores, shared among the ranks on it; 0 = all cores of the rank)")->check(between(0, 4096))->group(perf);
   app.add_option("--simd", o.simd, "fast kernels: auto (the best this CPU runs), avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}))->group(perf);
   if (auto code = cli::parse(app, argc, argv, "dbs-agent")) {
     exit_code = *code;
@@ -162,6 +162,8 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       o.threads_from = "SLURM_CPUS_PER_TASK";
     } else if ((c.threads = threads_from_env("OMP_NUM_THREADS")) > 0) {
       o.threads_from = "OMP_NUM_THREADS";
+    } else {
+      o.node_cpus = threads_from_env("SLURM_CPUS_ON_NODE");
     }
     c.schedule.scaling = optim::parse_scaling(scaling);
     c.schedule.global_batch = c.global_batch;

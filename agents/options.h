@@ -14,8 +14,12 @@ struct Options {
   std::string log_level = "info"; // debug | info | warning | error
   std::string simd = "auto";      // fast kernels: auto | a name of nn::simd_supported()
   // Where train.threads came from: "--threads", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS", or
-  // empty (train.threads 0: the host's cores shared among the ranks on it).
+  // empty (train.threads 0: choose_threads decides from the rank's CPU mask, node_cpus or the
+  // host's cores).
   std::string threads_from;
+  // SLURM_CPUS_ON_NODE: the CPUs the Slurm job holds on this rank's node, which differ from node
+  // to node on a mixed allocation (0: not in a Slurm job).
+  int node_cpus = 0;
 };
 
 // Parses and checks argv, before MPI starts: every value in range, known model and policy, the

@@ -20,6 +20,10 @@ ThreadChoice choose_threads(comm::Communicator& comm, const Options& o) {
   const int cores = host_cores(), mine = nn::available_threads();
   if (mine < cores) return {mine, "the " + std::to_string(mine) + " core(s) the rank is bound to"};
   const int local = share.ranks;
+  if (o.node_cpus > 0)
+    return {std::max(1, o.node_cpus / local), "SLURM_CPUS_ON_NODE: " + std::to_string(o.node_cpus) +
+                                                  " CPU(s) / " + std::to_string(local) +
+                                                  " rank(s) on the node"};
   return {std::max(1, cores / local),
           std::to_string(cores) + " core(s) / " + std::to_string(local) + " rank(s) on the host"};
 }
