@@ -4,17 +4,20 @@
 # Nodes node1..nodeN are network namespaces (dbsc-nodeK) on the bridge dbsc0 (10.213.0.0/24; the
 # head, this machine's root namespace, is 10.213.0.1, nodeK is 10.213.0.(10+K)), each with its own
 # hostname (a UTS namespace), its own mount namespace in which $DIR/local is the node's private
-# folder $DIR/nodes/nodeK/local, a CPU quota (a cgroup the node's processes run in) and a tbf rate
-# limit on its link. Slurm (slurmctld on the head, one slurmd per node) and munge run on top.
-# Nothing is sent outside the bridge's subnet. `up` is idempotent for the same shape (nodes,
-# quotas, rates, Slurm) and refuses, exit 1, when a cluster of another shape is up; `down` removes
-# every namespace, link, cgroup, daemon, mount and file `up` made. When a requirement is missing,
-# `up` says which and exits 77 (the cluster tests skip). The tests claim the bed first (see
-# lib/test.bash): $DIR.owner names the test process using it.
+# folder $DIR/nodes/nodeK/local, a CPU quota (a cgroup the node's processes run in), a tbf rate
+# limit on its link and the CPU count slurm.conf declares for it (and its cgroup's cpu.shares, 1024
+# per CPU). Slurm (slurmctld on the head, one slurmd per node) and munge run on top. Nothing is sent
+# outside the bridge's subnet. `up` is idempotent for the same shape (nodes, quotas, rates, CPUs,
+# Slurm) and refuses, exit 1, when a cluster of another shape is up; `down` removes every namespace,
+# link, cgroup, daemon, mount and file `up` made. When a requirement is missing, `up` says which and
+# exits 77 (the cluster tests skip); a bad DBS_CLUSTER_CPUS exits 2. The tests claim the bed first
+# (see lib/test.bash): $DIR.owner names the test process using it.
 # Environment:
 #   DBS_CLUSTER_NODES   number of nodes (default 3)
 #   DBS_CLUSTER_QUOTAS  CPU quota of each node in cores, comma-separated, cycled (1.0,0.5,0.25)
 #   DBS_CLUSTER_RATES   tbf rate of each node's link, comma-separated, cycled (1gbit)
+#   DBS_CLUSTER_CPUS    CPUs slurm.conf declares for each node, comma-separated, cycled, each
+#                       at most this machine's CPUs (1); e.g. 2,1 for nodes of different sizes
 #   DBS_CLUSTER_DIR     state folder (default /run/dbs-cluster)
 #   DBS_CLUSTER_SLURM   0 = do not start munge and Slurm (default 1)
 set -uo pipefail
@@ -23,7 +26,7 @@ source "$HERE/lib/common.bash"
 source "$HERE/lib/slurm.bash"
 
 usage() {
-  sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # cluster_node_up K: namespace, link, hostname, mount namespace, cgroup of node K.
@@ -58,14 +61,17 @@ cluster_node_up() {
   local us
   us=$(awk -v q="$quota" 'BEGIN { printf "%d", q * 100000 + 0.5 }')
   echo "$us" >"$cg/cpu.cfs_quota_us" || return 1
+  # A node declared with more CPUs also gets the larger share of this machine when it is busy.
+  echo $((1024 * $(cluster_cpus_of "$k"))) >"$cg/cpu.shares" || return 1
 }
 
 # The shape `up` builds from the environment, one line; kept in $DIR/shape.
 cluster_shape() {
-  echo "nodes=$NODES quotas=$QUOTAS rates=$RATES slurm=${DBS_CLUSTER_SLURM:-1}"
+  echo "nodes=$NODES quotas=$QUOTAS rates=$RATES cpus=$CPUS slurm=${DBS_CLUSTER_SLURM:-1}"
 }
 
 cluster_up() {
+  cluster_check_cpus || exit 2
   cluster_require || exit 77
   # Reusing a cluster built for other nodes would run on its stale slurm.conf and cgroups.
   if [ -f "$DIR/nodes.count" ]; then
@@ -135,8 +141,9 @@ cluster_status() {
     local host quota
     host=$(cluster_exec "$k" hostname 2>/dev/null) || { host="?"; ok=1; }
     quota=$(cat "$CLUSTER_CGROUP/node$k/cpu.cfs_quota_us" 2>/dev/null || echo "?")
-    printf '  node%s  %-12s host %-6s quota %s us/100ms  link %s  local %s\n' "$k" \
-      "$(cluster_addr_of "$k")" "$host" "$quota" "$(cluster_rate_of "$k")" "$DIR/nodes/node$k/local"
+    printf '  node%s  %-12s host %-6s quota %s us/100ms  cpus %s  link %s  local %s\n' "$k" \
+      "$(cluster_addr_of "$k")" "$host" "$quota" "$(cluster_cpus_of "$k")" "$(cluster_rate_of "$k")" \
+      "$DIR/nodes/node$k/local"
   done
   slurm_status || ok=1
   return $ok

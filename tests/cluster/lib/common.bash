@@ -3,6 +3,7 @@ DIR=${DBS_CLUSTER_DIR:-/run/dbs-cluster}
 NODES=${DBS_CLUSTER_NODES:-3}
 QUOTAS=${DBS_CLUSTER_QUOTAS:-1.0,0.5,0.25}
 RATES=${DBS_CLUSTER_RATES:-1gbit}
+CPUS=${DBS_CLUSTER_CPUS:-1}
 CLUSTER_BRIDGE=dbsc0
 CLUSTER_SUBNET=10.213.0.0/24
 CLUSTER_HEAD=10.213.0.1
@@ -17,6 +18,20 @@ cluster_nth() {
 }
 cluster_quota_of() { cluster_nth "$QUOTAS" "$1"; }
 cluster_rate_of() { cluster_nth "$RATES" "$1"; }
+cluster_cpus_of() { cluster_nth "$CPUS" "$1"; }
+
+# Says what is wrong with DBS_CLUSTER_CPUS and returns 1 unless every entry is a whole number
+# from 1 to this machine's CPUs (slurmd drains a node declared with more CPUs than it finds).
+cluster_check_cpus() {
+  local c have
+  have=$(nproc --all)
+  for c in ${CPUS//,/ }; do
+    if ! [[ $c =~ ^[0-9]+$ ]] || [ "$c" -lt 1 ] || [ "$c" -gt "$have" ]; then
+      echo "cluster: DBS_CLUSTER_CPUS=$CPUS: '$c' is not a CPU count from 1 to $have (this machine's CPUs)" >&2
+      return 1
+    fi
+  done
+}
 cluster_addr_of() { echo "10.213.0.$((10 + $1))"; }
 
 # Says what is missing (last line) and returns 1 when the cluster cannot be built here.

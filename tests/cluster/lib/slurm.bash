@@ -48,7 +48,7 @@ slurm_write_conf() {
     echo "SchedulerType=sched/backfill"
     echo "SlurmctldParameters=enable_configless"
     for k in $(seq "$n"); do
-      echo "NodeName=node$k NodeAddr=$(cluster_addr_of "$k") CPUs=1 State=UNKNOWN"
+      echo "NodeName=node$k NodeAddr=$(cluster_addr_of "$k") CPUs=$(cluster_cpus_of "$k") State=UNKNOWN"
     done
     echo "PartitionName=dbs Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } >"$DIR/slurm/slurm.conf.new"
