@@ -138,11 +138,12 @@ cluster_status() {
   fi
   echo "cluster: $n node(s) on $CLUSTER_BRIDGE ($CLUSTER_HEAD/24), state in $DIR"
   for k in $(seq "$n"); do
-    local host quota
+    local host quota cpus
     host=$(cluster_exec "$k" hostname 2>/dev/null) || { host="?"; ok=1; }
     quota=$(cat "$CLUSTER_CGROUP/node$k/cpu.cfs_quota_us" 2>/dev/null || echo "?")
+    cpus=$(awk '{ print $1 / 1024 }' "$CLUSTER_CGROUP/node$k/cpu.shares" 2>/dev/null || echo "?")
     printf '  node%s  %-12s host %-6s quota %s us/100ms  cpus %s  link %s  local %s\n' "$k" \
-      "$(cluster_addr_of "$k")" "$host" "$quota" "$(cluster_cpus_of "$k")" "$(cluster_rate_of "$k")" \
+      "$(cluster_addr_of "$k")" "$host" "$quota" "$cpus" "$(cluster_rate_of "$k")" \
       "$DIR/nodes/node$k/local"
   done
   slurm_status || ok=1
