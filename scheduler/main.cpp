@@ -1,5 +1,5 @@
-// dbs-scheduler: `serve` (the daemon on the head node) and `replay` (the policy code over a
-// recorded trace).
+// dbs-scheduler: `serve` (the daemon on the head node), `job-key`, `backup` and `restore` of its
+// state directory, and `replay` (the policy code over a recorded trace).
 #include <cstdio>
 #include <exception>
 
@@ -8,7 +8,7 @@
 #include "scheduler/command.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"dbs-scheduler: the dbs planning daemon and the trace replayer.\n"
+  CLI::App app{"dbs-scheduler: the dbs planning daemon, its state's backup, and the trace replayer.\n"
                "Examples: dbs-scheduler serve --listen 127.0.0.1:7070 --state-dir /var/lib/dbs-scheduler\n"
                "          dbs-scheduler replay traces/constant-static.jsonl --compare dbs,static"};
   dbs::cli::add_version_flag(app, "dbs-scheduler");
@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   dbs::scheduler::Action action;
   dbs::scheduler::add_serve_command(app, action);
   dbs::scheduler::add_job_key_command(app, action);
+  dbs::scheduler::add_backup_command(app, action);
+  dbs::scheduler::add_restore_command(app, action);
   dbs::scheduler::add_replay_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-scheduler")) return *code;
   try {

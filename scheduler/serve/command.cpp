@@ -2,6 +2,7 @@
 #include "scheduler/command.h"
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 #include "lib/common/log.h"
 #include "lib/net/job_key.h"
 #include "lib/net/token.h"
+#include "scheduler/serve/backup.h"
 #include "scheduler/serve/daemon.h"
 
 namespace dbs::scheduler {
@@ -31,6 +33,27 @@ const CLI::Validator kPositive(
     },
     "POSITIVE");
 
+// A duration >= 0: a number of seconds with an optional unit s, m, h or d ("30d"); the text
+// becomes the seconds.
+const CLI::Validator kDuration(
+    [](std::string& text) {
+      static const std::map<std::string, double> units = {
+          {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+      std::size_t used = 0;
+      double v = -1;
+      try {
+        v = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      const auto unit = units.find(text.substr(used));
+      if (used == 0 || unit == units.end() || !(v >= 0) || v * unit->second > 1e12)
+        return "'" + text + "' is not a duration >= 0 (a number with s, m, h or d, e.g. 30d)";
+      text = std::to_string(v * unit->second);
+      return std::string();
+    },
+    "DURATION");
+
 int serve(const ServeOptions& o) {
   log::set_level(log::parse_level(o.log_level));
   log::set_tag("dbs-scheduler");
@@ -47,7 +70,8 @@ void add_serve_command(CLI::App& app, Action& action) {
       "the planning daemon on the head node: agents register and report each epoch, it plans\n"
       "with the same policy code the agents embed, journals every epoch and serves metrics.\n"
       "Example: dbs-scheduler serve --listen 0.0.0.0:7070 --http 127.0.0.1:7071 \\\n"
-      "           --token-file /etc/dbs/token --state-dir /var/lib/dbs-scheduler",
+      "           --token-file /etc/dbs/token --state-dir /var/lib/dbs-scheduler \\\n"
+      "           --keep-finished 1000 --retention 30d",
       o, serve);
   cmd->add_option("--listen", o->listen, "ADDR:PORT agents connect to (port 0: any free port)")
       ->capture_default_str();
@@ -58,6 +82,15 @@ void add_serve_command(CLI::App& app, Action& action) {
       ->envname("DBS_TOKEN_FILE");
   cmd->add_option("--state-dir", o->state_dir,
                   "journal and traces here; a restart continues from it (default: in memory)");
+  cmd->add_option("--keep-finished", o->keep_finished,
+                  "finished jobs whose traces stay in STATE_DIR/traces (and on the page, at most "
+                  "100): the oldest past it are removed at once; 0 keeps all")
+      ->capture_default_str();
+  cmd->add_option("--retention", o->retention_s,
+                  "how long a finished job's trace and a quarantined file are kept, as seconds or "
+                  "with a unit (90m, 12h, 30d); 0 keeps them forever")
+      ->capture_default_str()
+      ->transform(kDuration);
   cmd->add_option("--report-timeout", o->report_timeout_s,
                   "seconds after an epoch's first report to plan without the missing ranks")
       ->capture_default_str()
@@ -124,6 +157,53 @@ void add_job_key_command(CLI::App& app, Action& action) {
       ->envname("DBS_TOKEN_FILE")
       ->required();
   cmd->add_option("job", a->job, "the job id")->required();
+}
+
+void add_backup_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::string state_dir, out;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = cli::add_command(
+      app, action, "backup",
+      "copy a state directory into one tar file, while the daemon runs or not: the journal's\n"
+      "whole lines, the finished jobs' traces and the quarantined files (the traces of jobs\n"
+      "still in the journal are rewritten from it by the daemon that starts on the restore).\n"
+      "Example: dbs-scheduler backup --state-dir /var/lib/dbs-scheduler --out /backup/dbs.tar",
+      a, [](const Args& args) {
+        const BackupSummary s = backup_state(args.state_dir, args.out);
+        std::printf("%s: journal version %d, %zu records (%zu jobs whose traces are rewritten "
+                    "from it), %zu finished traces, %zu quarantined files\n",
+                    args.out.c_str(), s.journal_version, s.records, s.rewritten, s.traces,
+                    s.quarantined);
+        return 0;
+      });
+  cmd->add_option("--state-dir", a->state_dir, "the daemon's --state-dir")->required();
+  cmd->add_option("--out", a->out, "the tar file to write (replaced atomically)")->required();
+}
+
+void add_restore_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::string from, state_dir;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = cli::add_command(
+      app, action, "restore",
+      "write a backup into a new or empty state directory, checking the whole archive first;\n"
+      "then start the daemon on it (it rewrites the running jobs' traces from the journal).\n"
+      "Example: dbs-scheduler restore --from /backup/dbs.tar --state-dir /var/lib/dbs-new",
+      a, [](const Args& args) {
+        const BackupSummary s = restore_state(args.from, args.state_dir);
+        std::printf("%s: restored from %s: journal version %d, %zu records, %zu finished traces, "
+                    "%zu quarantined files\n",
+                    args.state_dir.c_str(), args.from.c_str(), s.journal_version, s.records,
+                    s.traces, s.quarantined);
+        return 0;
+      });
+  cmd->add_option("--from", a->from, "the backup (a tar file from dbs-scheduler backup)")
+      ->required();
+  cmd->add_option("--state-dir", a->state_dir, "the directory to create (absent or empty)")
+      ->required();
 }
 
 }  // namespace dbs::scheduler

@@ -72,7 +72,8 @@ Daemon::Daemon(const ServeOptions& options)
                }),
       jobs_(io_, journal_,
             {options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s,
-             options_.max_world, options_.lost_after_s}),
+             options_.max_world, options_.lost_after_s,
+             {options_.keep_finished, options_.retention_s}}),
       handler_(jobs_, token_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_)) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
@@ -80,8 +81,11 @@ Daemon::Daemon(const ServeOptions& options)
   if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", !token_.empty());
   reserve_descriptors();
   if (!options_.state_dir.empty()) {
+    journal_version(options_.state_dir);  // a newer journal is refused before any change
     prepare_state_dir(options_.state_dir);
+    // Restored as written (the line numbers of its messages are the file's), then migrated.
     jobs_.restore(options_.state_dir);
+    migrate_journal(options_.state_dir);
     journal_.start();
   }
   jobs_.start_sweeps();

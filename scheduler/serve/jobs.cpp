@@ -77,8 +77,9 @@ void JobTable::journal_state(const LiveJob& live, const char* type) {
 }
 
 void JobTable::start_sweeps() {
-  const double every_s =
-      std::max(0.01, std::min({60.0, limits_.abandon_after_s / 4, limits_.lost_after_s / 4}));
+  double every_s = std::min({60.0, limits_.abandon_after_s / 4, limits_.lost_after_s / 4});
+  if (limits_.retention.retention_s > 0) every_s = std::min(every_s, limits_.retention.retention_s / 4);
+  every_s = std::max(0.01, every_s);
   sweep_.expires_after(std::chrono::duration_cast<net::Clock::duration>(
       std::chrono::duration<double>(every_s)));
   sweep_.async_wait([this](const net::error_code& ec) {
@@ -109,6 +110,25 @@ void JobTable::sweep() {
   }
   for (const auto& id : abandoned)
     finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(limits_.abandon_after_s));
+  prune();
+}
+
+void JobTable::prune() {
+  for (const std::string& id : retention_.due(std::chrono::system_clock::now())) {
+    const auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second->finished) {
+      jobs_.erase(it);
+      std::erase(finished_, id);
+    }
+    if (journal_.enabled()) {  // journalled, so that a restart does not bring the job back
+      Journal::Entry e;
+      e.line = nlohmann::json{{"type", "pruned"}, {"job", id}}.dump() + "\n";
+      e.job = id;
+      e.remove_trace = true;
+      journal_.append(std::move(e));
+    }
+    log::info("job '" + id + "' pruned: its trace is past --keep-finished or --retention");
+  }
 }
 
 LiveJob& JobTable::create(const proto::RegisterMsg& m) {
@@ -127,6 +147,7 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m) {
     throw ProtocolError(ErrorCode::invalid, e.what());
   }
   auto& live = *(jobs_[m.job] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_));
+  retention_.reopened(m.job);  // its old trace, if still kept, is overwritten
   const nlohmann::json record = {{"type", "job"},
                                  {"job", m.job},
                                  {"world", m.world},
@@ -320,6 +341,8 @@ void JobTable::finish(LiveJob& live, const std::string& why) {
     jobs_.erase(finished_.front());
     finished_.pop_front();
   }
+  retention_.finished(id, std::chrono::system_clock::now());
+  prune();
 }
 
 void JobTable::on_close(net::LineSession& session, const Peer& peer) {

@@ -19,6 +19,7 @@
 #include "scheduler/serve/histogram.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
+#include "scheduler/serve/retention.h"
 #include "scheduler/serve/state_dir.h"
 
 namespace dbs::scheduler {
@@ -69,14 +70,15 @@ struct JobLimits {
   double abandon_after_s = 86400;  // finish a running job no rank was connected to this long
   int max_world = 65536;           // ranks per job
   double lost_after_s = 120;       // mark a job lost this long after its epoch was due (LiveJob)
+  RetentionLimits retention;       // finished traces and quarantined files kept (retention.h)
 };
 
 class JobTable {
  public:
   JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits);
 
-  // Loads the jobs of the journal in dir, rewrites their traces from it and compacts it to the
-  // jobs still running. A job whose records cannot be restored is quarantined (state_dir.h),
+  // Loads the jobs of the journal in dir, rewrites their traces from it (a finished job's trace
+  // keeps its time) and compacts it to the jobs still running, then applies the retention. A job whose records cannot be restored is quarantined (state_dir.h),
   // the others are restored. Call before the journal starts. Throws InputError only when the
   // directory cannot be read or written.
   void restore(const std::string& dir);
@@ -105,8 +107,11 @@ class JobTable {
   // sent to the ranks: planning plus the journal sync.
   const Histogram& plan_latency() const { return plan_latency_; }
   double report_timeout_s() const { return limits_.report_timeout_s; }
+  const Retention& retention() const { return retention_; }
 
-  static constexpr std::size_t kFinishedKept = 100;  // finished jobs still shown
+  // Finished jobs still shown: the newest kFinishedKept (fewer with --keep-finished, and none
+  // past --retention).
+  static constexpr std::size_t kFinishedKept = 100;
   static constexpr int kCompactEvery = 64;  // the journal drops finished jobs this often
 
  private:
@@ -121,6 +126,9 @@ class JobTable {
   void plan_epoch(LiveJob& live);
   void finish(LiveJob& live, const std::string& why);
   void sweep();
+  // Forgets the finished jobs past the retention and removes their traces (through the journal's
+  // writer, which owns traces/), and the quarantined files past it.
+  void prune();
   // Runs on the io thread once the plan is journalled: remember it and send it to the ranks.
   // planned_at: when planning started (timed into plan_latency); none for a job's first plan.
   std::function<void()> deliver(const std::string& job, policy::Plan plan,
@@ -131,7 +139,8 @@ class JobTable {
   JobLimits limits_;
   net::asio::steady_timer sweep_;
   std::map<std::string, std::unique_ptr<LiveJob>> jobs_;
-  std::deque<std::string> finished_;  // oldest first
+  std::deque<std::string> finished_;  // shown, oldest first
+  Retention retention_{limits_.retention};
   std::uint64_t serials_ = 0;
   int finished_since_compaction_ = 0;
   std::vector<Quarantined> quarantined_;

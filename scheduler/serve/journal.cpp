@@ -39,6 +39,9 @@ void Journal::start() {
   const std::string path = dir_ + "/journal.jsonl";
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) throw ConfigError(path + ": cannot open the journal: " + std::strerror(errno));
+  if (::lseek(fd_, 0, SEEK_END) == 0 &&  // a new journal starts with its header
+      (!write_all(fd_, journal_header()) || ::fdatasync(fd_) != 0))
+    throw ConfigError(path + ": cannot write the journal header: " + std::strerror(errno));
   writer_ = std::thread([this] { run(); });
 }
 
@@ -96,9 +99,9 @@ void Journal::run() {
       lines += e.line;
     }
     const auto started = std::chrono::steady_clock::now();
-    bool ok = !failed_ && write_all(fd_, lines) && ::fdatasync(fd_) == 0;
+    bool ok = !failed_ && (lines.empty() || (write_all(fd_, lines) && ::fdatasync(fd_) == 0));
     std::string error = ok ? "" : dir_ + "/journal.jsonl: " + std::strerror(errno);
-    if (ok) {
+    if (ok && !lines.empty()) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
       std::lock_guard lock(mutex_);
       ++syncs_;
@@ -161,7 +164,7 @@ void Journal::write_trace_lines(std::map<std::string, std::FILE*>& traces, const
   const auto it = traces.find(e.job);
   std::FILE* f = it == traces.end() ? nullptr : it->second;
   const bool broken = it != traces.end() && f == nullptr;  // failed before: wait for a restart
-  if (e.new_trace || (f == nullptr && !broken)) {
+  if (!e.remove_trace && (e.new_trace || (f == nullptr && !broken))) {
     if (f != nullptr) std::fclose(f);
     f = std::fopen(path.c_str(), e.new_trace ? "w" : "a");
     traces[e.job] = f;
@@ -179,10 +182,12 @@ void Journal::write_trace_lines(std::map<std::string, std::FILE*>& traces, const
     std::fclose(f);
     traces[e.job] = f = nullptr;
   }
-  if (e.end_trace) {
+  if (e.end_trace || e.remove_trace) {
     if (f != nullptr) std::fclose(f);
     traces.erase(e.job);
   }
+  if (e.remove_trace && ::unlink(path.c_str()) != 0 && errno != ENOENT)
+    log::warn("trace " + path + ": cannot remove: " + std::strerror(errno));
 }
 
 }  // namespace dbs::scheduler

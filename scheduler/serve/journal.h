@@ -31,6 +31,7 @@ class Journal {
     bool new_trace = false;      // start the trace file afresh
     bool end_trace = false;      // the job finished: close its trace file
     bool compact = false;        // after this batch, drop the records of finished jobs
+    bool remove_trace = false;   // remove the job's trace (retention); line stays empty
     std::function<void()> done;  // runs on the io thread once the record is durable
     // Fill line (before the write) and trace (after the sync, while the io thread already
     // sends the plans) on the writer thread, so that encoding costs the io thread nothing.
@@ -40,8 +41,8 @@ class Journal {
   // dir empty: journal off. on_failure runs on the io thread if a write or sync fails.
   Journal(const std::string& dir, net::asio::io_context& io,
           std::function<void(const std::string&)> on_failure);
-  // Opens DIR/journal.jsonl for appending and starts the writer (after recovery has rewritten
-  // the file). Throws ConfigError.
+  // Opens DIR/journal.jsonl for appending (writing the header first when it is new) and starts
+  // the writer (after recovery has rewritten the file). Throws ConfigError.
   void start();
   ~Journal();
   Journal(const Journal&) = delete;

@@ -11,6 +11,9 @@ struct ServeOptions {
   std::string http;                       // /metrics, /status and / here; empty = no HTTP
   std::string token_file;                 // job token; empty = no authentication, loopback only
   std::string state_dir;                  // journal and traces; empty = in memory only
+  std::size_t keep_finished = 0;          // finished jobs whose traces are kept; 0 = all
+  double retention_s = 0;                 // seconds finished traces and quarantined files are
+                                          // kept; 0 = forever
   std::string ready_file;                 // write the bound addresses here (JSON) once listening
   double report_timeout_s = 5;            // plan an epoch this long after its first report
                                           // (below the agents' --scheduler-timeout, 10 s)

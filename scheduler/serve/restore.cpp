@@ -30,6 +30,11 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
     auto job = std::make_unique<Job>(id, world, config);
     traces[id] = trace_start(*job);
     jobs_[id] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_);
+  } else if (type == "pruned") {  // its trace went with the retention: it is not restored
+    if (it != jobs_.end() && it->second->finished) {
+      jobs_.erase(it);
+      traces.erase(id);
+    }
   } else if (it == jobs_.end()) {
     throw InputError("record of unknown job '" + id + "'");
   } else if (type == "epoch") {
@@ -87,7 +92,7 @@ void JobTable::restore(const std::string& dir) {
     quarantined_.push_back({"", why, path});
   }
   for (auto& [id, live] : jobs_) {
-    write_trace(dir, id, traces[id]);
+    write_trace(dir, id, traces[id], live->finished);
     live->set_plan(live->job->current());
     log::info("job '" + id + "' restored at epoch " +
               std::to_string(live->job->current().epoch + 1) +
@@ -108,6 +113,11 @@ void JobTable::restore(const std::string& dir) {
     jobs_.erase(finished_.front());
     finished_.pop_front();
   }
+  std::set<std::string> unfinished;
+  for (const auto& [id, live] : jobs_)
+    if (!live->finished) unfinished.insert(id);
+  retention_.scan(dir, unfinished);
+  prune();
 }
 
 }  // namespace dbs::scheduler

@@ -1,5 +1,6 @@
 #include "scheduler/serve/state_dir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,99 @@
 #include "lib/common/log.h"
 
 namespace dbs::scheduler {
+namespace {
+
+void sync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    throw InputError(dir + ": cannot sync the directory: " + std::strerror(e));
+  }
+  ::close(fd);
+}
+
+// The version a journal's first line declares: 0 when it is no header record.
+int header_version(const std::string& path, const std::string& first_line) {
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(first_line);
+  } catch (const nlohmann::json::exception&) {
+    return 0;  // a torn or unreadable record: restore quarantines it
+  }
+  if (!h.is_object() || !h.contains("format")) return 0;
+  if (h["format"] != "dbs-journal" || !h.contains("version") ||
+      !h["version"].is_number_integer() || h["version"].get<std::int64_t>() < 1)
+    throw ConfigError(path + " line 1: not a dbs-journal header (want {\"format\": " +
+                      "\"dbs-journal\", \"version\": N}); nothing was changed");
+  const std::int64_t v = h["version"].get<std::int64_t>();
+  if (v > kJournalVersion)
+    throw ConfigError(path + ": journal format version " + std::to_string(v) +
+                      " is newer than this dbs-scheduler reads (versions 0 to " +
+                      std::to_string(kJournalVersion) +
+                      "); nothing was changed. Run the dbs-scheduler that wrote it, or restore a " +
+                      "backup of version " + std::to_string(kJournalVersion) +
+                      " or older into a new state directory");
+  return static_cast<int>(v);
+}
+
+bool is_header(const nlohmann::json& j) { return j.is_object() && j.contains("format"); }
+
+}  // namespace
+
+std::string journal_header() {
+  return nlohmann::json{{"format", "dbs-journal"}, {"version", kJournalVersion}}.dump() + "\n";
+}
+
+int journal_version(const std::string& dir) {
+  const std::string path = dir + "/journal.jsonl";
+  std::ifstream f(path, std::ios::binary);
+  std::string first;
+  if (!f || !std::getline(f, first)) return 0;
+  return header_version(path, first);
+}
+
+namespace {
+
+// Replaces DIR/journal.jsonl by text atomically. A journal of version 0 is copied to
+// DIR/journal.v0.jsonl first and the copy removed once the new journal and the directory are
+// synced: the migration.
+void replace_journal(const std::string& dir, const std::string& text) {
+  const std::string path = dir + "/journal.jsonl", copy = dir + "/journal.v0.jsonl";
+  std::string old;
+  const int version = journal_version(dir);
+  std::ifstream f(path, std::ios::binary);
+  const bool migrating = f && version == 0;
+  if (migrating) {
+    std::ostringstream buf;
+    buf << f.rdbuf();
+    write_file_atomic(copy, buf.str());
+  }
+  write_file_atomic(path, text);
+  if (!migrating) return;
+  sync_dir(dir);
+  if (::unlink(copy.c_str()) != 0)
+    throw InputError(copy + ": cannot remove after the migration: " + std::strerror(errno));
+  log::info(path + ": migrated from journal format version 0 to " +
+            std::to_string(kJournalVersion));
+}
+
+}  // namespace
+
+int migrate_journal(const std::string& dir) {
+  const std::string path = dir + "/journal.jsonl", copy = dir + "/journal.v0.jsonl";
+  const int version = journal_version(dir);
+  if (version == kJournalVersion) {
+    if (::unlink(copy.c_str()) == 0) log::info(copy + ": removed, the migration was durable");
+    return version;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return version;  // no journal yet: Journal::start writes the header
+  std::ostringstream buf;
+  buf << f.rdbuf();
+  replace_journal(dir, journal_header() + buf.str());
+  return version;
+}
 
 void prepare_state_dir(const std::string& dir) {
   // Missing parents are made as by mkdir -p; the state directory itself is private (0700).
@@ -63,6 +157,10 @@ std::vector<JournalRecord> read_journal(const std::string& dir,
     std::string bad;
     try {
       r.json = nlohmann::json::parse(r.text);
+      if (line == 1 && is_header(r.json)) {
+        header_version(path, r.text);  // throws unless one this daemon reads
+        continue;
+      }
       if (!r.json.is_object() || !r.json.contains("type") || !r.json["type"].is_string() ||
           !r.json.contains("job") || !r.json["job"].is_string())
         bad = "not a journal record";
@@ -88,18 +186,19 @@ std::vector<bool> still_running(const std::vector<JournalRecord>& records) {
   std::vector<bool> keep(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto it = last_finished.find(records[i].json.value("job", ""));
-    keep[i] = it == last_finished.end() || i + 1 > it->second;
+    keep[i] = (it == last_finished.end() || i + 1 > it->second) &&
+              records[i].json.value("type", "") != "pruned";
   }
   return keep;
 }
 
 void rewrite_journal(const std::string& dir, const std::vector<std::string>& lines) {
-  std::string text;
+  std::string text = journal_header();
   for (const auto& l : lines) {
     text += l;
     text += '\n';
   }
-  write_file_atomic(dir + "/journal.jsonl", text);
+  replace_journal(dir, text);
 }
 
 std::string quarantine(const std::string& dir, const std::string& job,
@@ -117,8 +216,15 @@ std::string quarantine(const std::string& dir, const std::string& job,
   return stem + ".journal.jsonl";
 }
 
-void write_trace(const std::string& dir, const std::string& job, const std::string& text) {
-  write_file_atomic(dir + "/traces/" + job + ".jsonl", text);
+void write_trace(const std::string& dir, const std::string& job, const std::string& text,
+                 bool keep_time) {
+  const std::string path = dir + "/traces/" + job + ".jsonl";
+  struct stat old {};
+  const bool had = keep_time && ::stat(path.c_str(), &old) == 0;
+  write_file_atomic(path, text);
+  const struct timespec times[2] = {old.st_atim, old.st_mtim};
+  if (had && ::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0)
+    log::warn(path + ": cannot keep its time: " + std::strerror(errno));
 }
 
 }  // namespace dbs::scheduler

@@ -106,6 +106,7 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
   for (const char* state : {"running", "lost", "stopped"})
     out["daemon"][std::string("jobs_") + state] = jobs.in_state(state);
   out["daemon"]["jobs_finished"] = jobs.jobs().size() - jobs.running();
+  out["daemon"]["retention"] = jobs.retention().to_json();
   out["quarantined"] = json::array();
   for (const auto& q : jobs.quarantined())
     out["quarantined"].push_back(

@@ -24,11 +24,11 @@ if [ ! -f "$build/build.ninja" ]; then
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
     -Dportable_simd=disabled >"$build.setup.log" 2>&1 || { cat "$build.setup.log" >&2; exit 1; }
 fi
-targets=(decode session)
+targets=(decode session state)
 ninja -C "$build" -j2 "${targets[@]/#/tests/fuzz/fuzz-}" | tail -n 2
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-# The targets run at once, one per core (this machine has 2), each for $seconds seconds.
+# The targets run at once, each for $seconds seconds.
 run_target() {
   local t=$1 out=$build/fuzz-out/$1
   rm -rf "$out" && mkdir -p "$out/corpus"

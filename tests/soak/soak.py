@@ -13,7 +13,9 @@ holds against the same daemon, all at once:
   * GET /status every 100 ms and GET /metrics every second.
 It samples the daemon's resident memory every 100 ms. It passes when the good job finishes
 with every plan from the daemon (no epoch on the embedded policy), the daemon is alive and
-answered every /status, and its peak RSS stays under --rss-bound-mib. Prints one JSON summary.
+answered every /status, and its peak RSS stays under --rss-bound-mib. Ten seconds into the
+good job it also takes a `dbs-scheduler backup` of the busy state directory, which must succeed
+and restore (`dbs-scheduler restore`) into a fresh directory. Prints one JSON summary.
 """
 import argparse
 import asyncio
@@ -237,7 +239,24 @@ def sample_rss(pid):
     return None
 
 
-async def main_async(a, daemon, token, port, http, agent_cmd, env, tmp):
+async def backup_under_load(sched, tmp, result):
+    """dbs-scheduler backup of the daemon's state while it is busy, then restore of it."""
+    await asyncio.sleep(10)
+    t0 = time.monotonic()
+    p = await asyncio.create_subprocess_exec(
+        sched, "backup", "--state-dir", tmp + "/state", "--out", tmp + "/backup.tar",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await p.communicate()
+    result.update(exit=p.returncode, seconds=round(time.monotonic() - t0, 2),
+                  output=out.decode(errors="replace").strip())
+    p = await asyncio.create_subprocess_exec(
+        sched, "restore", "--from", tmp + "/backup.tar", "--state-dir", tmp + "/restored",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await p.communicate()
+    result.update(restore_exit=p.returncode, restore_output=out.decode(errors="replace").strip())
+
+
+async def main_async(a, daemon, token, port, http, agent_cmd, env, tmp, sched, backup):
     s = Soak(a, token, port, http)
     tasks = [asyncio.create_task(s.big_job())]
     for j in range(a.load_jobs):
@@ -249,6 +268,7 @@ async def main_async(a, daemon, token, port, http, agent_cmd, env, tmp):
     await asyncio.sleep(3)  # let the crowd connect before the good job starts
     out = open(os.path.join(tmp, "agents.out"), "wb")
     job = await asyncio.create_subprocess_exec(*agent_cmd, env=env, stdout=out, stderr=out)
+    tasks.append(asyncio.create_task(backup_under_load(sched, tmp, backup)))
     rss, t0 = [], time.monotonic()
     while job.returncode is None and time.monotonic() - t0 < a.duration:
         v = sample_rss(daemon.pid)
@@ -325,8 +345,9 @@ def main():
         stop, polls = manager.Event(), manager.list()
         poller = multiprocessing.Process(target=poll_status, args=(ready["http"], stop, polls))
         poller.start()
+        backup = {}
         s, rss, rc, timed_out = asyncio.run(
-            main_async(a, daemon, token, port, ready["http"], agent_cmd, env, tmp))
+            main_async(a, daemon, token, port, ready["http"], agent_cmd, env, tmp, sched, backup))
         stop.set()
         poller.join()
         polls = list(polls)
@@ -359,10 +380,12 @@ def main():
             "status": {"ok": len(status_ms), "failed": status_failed,
                        "ms_p50": percentile(status_ms, 50), "ms_p99": percentile(status_ms, 99)},
             "counts": s.counts,
+            "backup": backup,
         }
         ok = (good_ok and alive and summary["daemon_rss_mib_peak"] is not None and
               summary["daemon_rss_mib_peak"] < a.rss_bound_mib and status_failed == 0
-              and status_ms and s.counts["load_plans"] > 0)
+              and status_ms and s.counts["load_plans"] > 0
+              and backup.get("exit") == 0 and backup.get("restore_exit") == 0)
         summary["ok"] = ok
         print(json.dumps(summary, indent=2))
         if not good_ok:
