@@ -2,6 +2,7 @@
 // loads the data, trains, and on any error on any rank ends the whole job (MPI_Abort) instead of
 // leaving the others hanging. SIGINT/SIGTERM stop the job after the current step (exit 130/143).
 #include <cstdio>
+#include <dbs/planner.h>
 #include <exception>
 #include <filesystem>
 #include <string_view>
@@ -9,13 +10,14 @@
 #include "agents/filter.h"
 #include "agents/options.h"
 #include "agents/threads.h"
+#include "lib/comm/group.h"
 #include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
+#include "lib/data/subset.h"
 #include "lib/nn/simd.h"
 #include "lib/nn/threads.h"
-#include "lib/planner/daemon.h"
 #include "lib/train/stop.h"
 #include "lib/train/trainer.h"
 
@@ -49,12 +51,16 @@ int main(int argc, char** argv) {
               (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
     agent::warn_oversubscription(*comm, threads.threads());
     data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
-    std::unique_ptr<planner::Planner> daemon;
-    if (!opts.scheduler.address.empty())
-      daemon = planner::make_daemon(opts.scheduler, *comm,
-                                    train::settings_of(opts.train, data.train.n));
-    const train::RunResult result = train::run(opts.train, *comm, std::move(data), daemon.get());
-    if (daemon) daemon->finish(result.stop_signal == 0);
+    // Plans through the public API (<dbs/planner.h>), as any other training loop would, over
+    // the samples it trains on (--train-subset's, else --train-limit's).
+    const std::size_t n_train = opts.train.train_subset.empty()
+                                    ? data.train.n
+                                    : data::read_subset(opts.train.train_subset).indices.size();
+    train::validate(opts.train, comm->size(), n_train);
+    const std::unique_ptr<Planner> planner = make_planner(
+        train::settings_of(opts.train, n_train), comm::group_of(*comm), opts.scheduler);
+    const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
+    planner->finish(result.stop_signal == 0);
     if (result.stop_signal != 0) {
       if (comm->rank() == 0) {
         const std::string where = "epoch " + std::to_string(result.stop_epoch) +

@@ -128,7 +128,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";
-  planner::DaemonOptions& sc = o.scheduler;
+  RemoteOptions& sc = o.scheduler;
   app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER")->group(daemon);
   app.add_option("--token-file", sc.token_file, "the job's key for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE")->group(daemon);
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB")->group(daemon);

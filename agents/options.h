@@ -1,16 +1,16 @@
 // dbs-agent's options: one struct, parsed once from the command line.
 #pragma once
 
+#include <dbs/planner.h>
 #include <string>
 
-#include "lib/planner/daemon.h"
 #include "lib/train/config.h"
 
 namespace dbs::agent {
 
 struct Options {
   train::Config train;            // everything the training loop needs
-  planner::DaemonOptions scheduler;  // the daemon, if any
+  RemoteOptions scheduler;        // the daemon, if any (address empty: none)
   std::string log_level = "info"; // debug | info | warning | error
   std::string simd = "auto";      // fast kernels: auto | a name of nn::simd_supported()
   // Where train.threads came from: "--threads", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS", or

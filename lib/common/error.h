@@ -1,41 +1,14 @@
-// Errors of dbs. One base type; what a caller does after each kind:
-//   InputError  - a file, field or message from outside is bad: report it and stop using that
-//                 input (a process exits non-zero; the daemon drops that one client).
-//   ConfigError - an option or combination of options is invalid: print it, exit 2.
-//   CommError   - a peer or the network failed: the job cannot go on; abort it.
-//   CheckError  - a broken invariant inside dbs (a bug): abort with the message.
+// Errors of dbs: the error types (and what a caller does after each) are public, in
+// <dbs/error.h>; here, for dbs itself, the check macros for broken invariants.
 #pragma once
 
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include <dbs/error.h>
+
 namespace dbs {
-
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-class InputError : public Error {
- public:
-  using Error::Error;
-};
-
-class ConfigError : public Error {
- public:
-  using Error::Error;
-};
-
-class CommError : public Error {
- public:
-  using Error::Error;
-};
-
-class CheckError : public Error {
- public:
-  using Error::Error;
-};
 
 namespace detail {
 [[noreturn]] void check_failed(const char* file, int line, const std::string& what);

@@ -1,9 +1,13 @@
 #include "lib/planner/planner.h"
 
+#include <string>
+
+#include "lib/common/error.h"
+
 namespace dbs::planner {
 
 Embedded::Embedded(const policy::Settings& settings, int world)
-    : policy_(policy::make_policy(settings, world)), plan_(policy_->initial()) {}
+    : policy_(policy::make_policy(settings, world)), plan_(policy_->initial()), world_(world) {}
 
 Planned Embedded::next(std::span<const policy::Report> reports) {
   plan_ = policy_->next(plan_, reports);
@@ -19,6 +23,13 @@ std::optional<Planned> Embedded::rebalance(std::span<const policy::Report> windo
 }
 
 void Embedded::set_state(const policy::Plan& plan, const std::vector<double>& state) {
+  if (plan.world() != world_)
+    throw InputError("the plan to restore has " + std::to_string(plan.world()) +
+                     " ranks, the job has " + std::to_string(world_));
+  if (plan.global_batch != plan_.global_batch)
+    throw InputError("the plan to restore has global batch " +
+                     std::to_string(plan.global_batch) + ", the job has " +
+                     std::to_string(plan_.global_batch));
   policy_->set_state(state);
   plan_ = plan;
 }

@@ -1,52 +1,28 @@
-// Who decides the plan (DESIGN.md): one Planner owns the plan in force and makes every change
-// to it, at epoch ends and inside epochs (rebalance_every). Embedded runs a policy::Policy on
-// every rank (all ranks see the same reports, so all agree without a coordinator); the daemon
-// planner (daemon.h) asks dbs-scheduler serve and keeps an Embedded one as its fallback. The
-// state a checkpoint keeps is the state of the planner that planned.
+// The planners behind the public Planner interface (<dbs/planner.h>): Embedded runs a
+// policy::Policy on every rank (all ranks see the same reports, so all agree without a
+// coordinator); the remote planner (remote.h) asks dbs-scheduler serve and keeps an Embedded
+// one as its fallback. The state a checkpoint keeps is the state of the planner that planned.
 #pragma once
 
+#include <dbs/planner.h>
 #include <memory>
 #include <optional>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "lib/policy/policy.h"
 
 namespace dbs::planner {
 
-// A plan and where it came from: "initial", "embedded", "daemon", "embedded-fallback" (the
-// daemon's plan was not usable) or "rebalance" (inside an epoch); the trace records it.
-struct Planned {
-  policy::Plan plan;
-  std::string source;
-};
-
-class Planner {
- public:
-  virtual ~Planner() = default;
-  // The plan in force: epoch 0's before any report, then the last one made or restored.
-  virtual const policy::Plan& plan() const = 0;
-  // Epoch end: the plan of plan().epoch + 1 from all ranks' reports (identical on every rank,
-  // one per rank); it becomes the plan in force.
-  virtual Planned next(std::span<const policy::Report> reports) = 0;
-  // Inside the epoch: a re-plan from all ranks' reports over the steps since the last re-plan.
-  // A changed plan (for the same epoch) becomes the plan in force and is returned; nothing when
-  // the plan stays.
-  virtual std::optional<Planned> rebalance(std::span<const policy::Report> window) = 0;
-  // The estimator state of the policy that plans, to continue identically after a resume.
-  virtual std::vector<double> state() const = 0;
-  // Restores a checkpoint: the plan in force and state(). Throws InputError for a bad state.
-  virtual void set_state(const policy::Plan& plan, const std::vector<double>& state) = 0;
-  // This rank leaves the job: done (all epochs trained) or stopped early (a signal; the job may
-  // be resumed). The daemon planner says goodbye.
-  virtual void finish(bool /*done*/) {}
-};
+// The interface is public (<dbs/planner.h>); lib/ names it here as well.
+using dbs::Planned;
+using dbs::Planner;
 
 // The policy run in-process. Source "embedded" (or "rebalance").
 class Embedded : public Planner {
  public:
   // The policy of settings for `world` ranks (policy::make_policy); throws ConfigError.
+  // set_state throws InputError for a plan of another world size or global batch.
   Embedded(const policy::Settings& settings, int world);
 
   const policy::Plan& plan() const override { return plan_; }
@@ -61,6 +37,7 @@ class Embedded : public Planner {
  private:
   std::unique_ptr<policy::Policy> policy_;
   policy::Plan plan_;
+  int world_;
 };
 
 }  // namespace dbs::planner

@@ -2,9 +2,7 @@
 
 #include <cmath>
 
-namespace dbs::policy {
-
-using nlohmann::json;
+namespace dbs {
 
 std::vector<int> offsets_of(const std::vector<int>& batch) {
   std::vector<int> offset(batch.size());
@@ -15,6 +13,13 @@ std::vector<int> offsets_of(const std::vector<int>& batch) {
   }
   return offset;
 }
+
+}  // namespace dbs
+
+namespace dbs::policy {
+
+using nlohmann::json;
+
 
 json to_json(const Plan& p) {
   return {{"epoch", p.epoch + 1},

@@ -4,12 +4,16 @@
 
 #include "lib/policy/policy.h"
 
-namespace dbs::policy {
+namespace dbs {
 
 std::vector<int> step_batch(const Plan& plan, int samples) {
   if (samples == plan.global_batch) return plan.batch;
-  return apportion(std::vector<double>(plan.batch.begin(), plan.batch.end()), samples, 0, samples);
+  return policy::apportion(std::vector<double>(plan.batch.begin(), plan.batch.end()), samples, 0, samples);
 }
+
+}  // namespace dbs
+
+namespace dbs::policy {
 
 double median_rate(std::vector<std::pair<double, std::int64_t>> rates) {
   std::sort(rates.begin(), rates.end());

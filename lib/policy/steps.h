@@ -6,14 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include <dbs/steps.h>
+
 #include "lib/policy/plan.h"
 
 namespace dbs::policy {
 
-// Per-rank sizes of a global step of `samples` samples under plan: plan.batch for a full step
-// (samples == plan.global_batch); a short last step is split in the plan's proportions
-// (largest remainder, sum == samples). Rank i takes [o_i, o_i + b_i) with o = offsets_of(b).
-std::vector<int> step_batch(const Plan& plan, int samples);
+using dbs::step_batch;  // public: <dbs/steps.h>
 
 // The median of step rates that a report carries (Report::step_rate_median): the value at index
 // n / 2 of the n sorted rates, each (rate, count) counting as `count` steps of that rate;

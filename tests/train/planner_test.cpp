@@ -12,7 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/planner/daemon.h"
+#include "lib/comm/group.h"
+#include "lib/planner/remote.h"
 #include "lib/train/config.h"
 #include "tests/train/helpers.h"
 
@@ -147,13 +148,13 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   c.checkpoint_dir = dir.string();
   c.trace_path = (dir / "trace.jsonl").string();
   std::filesystem::create_directories(dir);
-  planner::DaemonOptions daemon;
+  RemoteOptions daemon;
   daemon.address = "127.0.0.1:1";  // nothing listens there: refused at once
   daemon.job = "fallback-test";
   std::vector<std::unique_ptr<planner::Planner>> planners(2);
   comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
     auto& p = planners[static_cast<std::size_t>(comm.rank())];
-    p = planner::make_daemon(daemon, comm, train::settings_of(c, fashion().train.n));
+    p = planner::make_remote(daemon, train::settings_of(c, fashion().train.n), comm::group_of(comm));
     train::run(c, comm, fashion(), p.get());
   });
   const auto plans = records(c.trace_path, "plan");

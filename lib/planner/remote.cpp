@@ -1,4 +1,4 @@
-#include "lib/planner/daemon.h"
+#include "lib/planner/remote.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "lib/common/error.h"
@@ -22,14 +23,19 @@
 namespace dbs::planner {
 namespace {
 
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
+}
+
 using Clock = std::chrono::steady_clock;
 
-class Daemon : public Planner {
+class Remote : public Planner {
  public:
-  Daemon(const DaemonOptions& options, comm::Communicator& comm, const policy::Settings& settings);
-  ~Daemon() override;
-  Daemon(const Daemon&) = delete;
-  Daemon& operator=(const Daemon&) = delete;
+  Remote(const RemoteOptions& options, const policy::Settings& settings, const Group& group);
+  ~Remote() override;
+  Remote(const Remote&) = delete;
+  Remote& operator=(const Remote&) = delete;
 
   const policy::Plan& plan() const override { return fallback_.plan(); }
   Planned next(std::span<const policy::Report> reports) override;
@@ -53,8 +59,8 @@ class Daemon : public Planner {
   std::optional<policy::Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
                                     std::string& why);
 
-  DaemonOptions options_;
-  comm::Communicator& comm_;
+  RemoteOptions options_;
+  Allgather allgather_;
   policy::Settings settings_;
   int world_, rank_;
   std::string register_line_;
@@ -68,27 +74,27 @@ class Daemon : public Planner {
   bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
   int failures_ = 0;                    // failed attempts and lost connections so far
   std::string lost_why_, refusal_;      // last failure; last error message of the daemon
+  std::string foreign_;                 // why the last plan received was of another job
   std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
   std::string report_line_;             // resent on every connect until its plan arrives
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
 };
 
-Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm,
-               const policy::Settings& settings)
+Remote::Remote(const RemoteOptions& options, const policy::Settings& settings, const Group& group)
     : options_(options),
-      comm_(comm),
+      allgather_(group.allgather),
       settings_(settings),
-      world_(comm.size()),
-      rank_(comm.rank()),
+      world_(group.size),
+      rank_(group.rank),
       fallback_(settings, world_) {
   proto::RegisterMsg reg;
   reg.job = options_.job;
   reg.token = options_.token_file.empty() ? "" : net::read_token_file(options_.token_file);
   reg.rank = rank_;
   reg.world = world_;
-  reg.host = comm.host();
+  reg.host = group.host.empty() ? host_name() : group.host;
   reg.config = settings_;
-  reg.waiting = comm.waiting();
+  reg.waiting = group.waiting;
   register_line_ = proto::encode(reg);
   net::ClientOptions co;
   co.server = net::parse_host_port(options_.address, "--scheduler");
@@ -105,13 +111,13 @@ Daemon::Daemon(const DaemonOptions& options, comm::Communicator& comm,
   });
 }
 
-Daemon::~Daemon() {
+Remote::~Remote() {
   client_->stop();
   io_.stop();
   if (thread_.joinable()) thread_.join();
 }
 
-void Daemon::on_connected() {
+void Remote::on_connected() {
   std::string report;
   {
     std::lock_guard lock(mutex_);
@@ -126,7 +132,7 @@ void Daemon::on_connected() {
   if (!report.empty()) client_->send(report);
 }
 
-void Daemon::on_line(std::string_view line) {
+void Remote::on_line(std::string_view line) {
   proto::Message m;
   try {
     m = proto::decode(line);
@@ -136,8 +142,11 @@ void Daemon::on_line(std::string_view line) {
   }
   std::lock_guard lock(mutex_);
   if (const auto* p = std::get_if<proto::PlanMsg>(&m)) {
-    if (p->job == options_.job && p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch))
+    if (p->job != options_.job) {
+      foreign_ = "the daemon sent a plan for job '" + p->job + "', this is job '" + options_.job + "'";
+    } else if (p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch)) {
       plan_ = *p;
+    }
   } else if (const auto* e = std::get_if<proto::ErrorMsg>(&m)) {
     if (refusal_ != e->message) log::warn("the daemon refused: " + e->message);
     refusal_ = e->message;
@@ -147,7 +156,7 @@ void Daemon::on_line(std::string_view line) {
   changed_.notify_all();
 }
 
-void Daemon::on_lost(const std::string& why) {
+void Remote::on_lost(const std::string& why) {
   {
     std::lock_guard lock(mutex_);
     if (connected_ && !finishing_) log::warn("lost the daemon at " + options_.address + ": " + why);
@@ -158,7 +167,7 @@ void Daemon::on_lost(const std::string& why) {
   changed_.notify_all();
 }
 
-std::optional<proto::PlanMsg> Daemon::wait_plan(std::int64_t epoch, std::string& why) {
+std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string& why) {
   const auto start = Clock::now();
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options_.timeout_s));
@@ -168,6 +177,10 @@ std::optional<proto::PlanMsg> Daemon::wait_plan(std::int64_t epoch, std::string&
   const int failures_before = failures_;
   for (;;) {
     if (plan_ && plan_->epoch == epoch) return plan_;
+    if (!foreign_.empty()) {
+      why = foreign_;
+      return std::nullopt;
+    }
     const bool gave_up =
         !connected_ && ((down && failures_ > failures_before) || !refusal_.empty());
     if (gave_up || Clock::now() >= full) {
@@ -185,11 +198,11 @@ std::optional<proto::PlanMsg> Daemon::wait_plan(std::int64_t epoch, std::string&
   }
 }
 
-std::optional<policy::Plan> Daemon::agree(const std::optional<proto::PlanMsg>& mine,
+std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& mine,
                                           std::int64_t epoch, std::string& why) {
   const proto::Share share = mine ? proto::share_of(*mine) : proto::Share{};
   std::vector<proto::Share> all(static_cast<std::size_t>(world_));
-  comm_.allgather_bytes(&share, sizeof share, all.data());
+  allgather_(&share, sizeof share, all.data());
   std::string disagree;
   std::optional<policy::Plan> plan = proto::assemble(mine.value_or(proto::PlanMsg{}), all, disagree);
   if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
@@ -198,7 +211,7 @@ std::optional<policy::Plan> Daemon::agree(const std::optional<proto::PlanMsg>& m
   return std::nullopt;
 }
 
-Planned Daemon::next(std::span<const policy::Report> reports) {
+Planned Remote::next(std::span<const policy::Report> reports) {
   // The fallback observes every epoch, so it is as current as the daemon.
   const std::int64_t want = plan().epoch + 1;
   Planned embedded = fallback_.next(reports);
@@ -209,6 +222,7 @@ Planned Daemon::next(std::span<const policy::Report> reports) {
     std::lock_guard lock(mutex_);
     report_line_ = line;
     refusal_.clear();
+    foreign_.clear();
   }
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
@@ -232,7 +246,7 @@ Planned Daemon::next(std::span<const policy::Report> reports) {
   return embedded;
 }
 
-void Daemon::finish(bool done) {
+void Remote::finish(bool done) {
   std::unique_lock lock(mutex_);
   finishing_ = true;
   client_->send(proto::encode(proto::GoodbyeMsg{done}));
@@ -243,9 +257,9 @@ void Daemon::finish(bool done) {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_daemon(const DaemonOptions& options, comm::Communicator& comm,
-                                     const policy::Settings& settings) {
-  return std::make_unique<Daemon>(options, comm, settings);
+std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const policy::Settings& settings,
+                                     const Group& group) {
+  return std::make_unique<Remote>(options, settings, group);
 }
 
 }  // namespace dbs::planner

@@ -1,0 +1,111 @@
+/* The C ABI of dbs: the planner, the plan, step timings and this rank's samples, for languages
+ * other than C++. Opaque handles; every call returns a dbs_status, and on failure
+ * dbs_last_error() (per thread) names what failed. No C++ type or exception crosses it.
+ * A handle may be used by one thread at a time. Strings and arrays a call returns stay valid
+ * until the next call on the same handle or its destruction.
+ * The caller brings an allgather over its ranks (for instance MPI_Allgather); the calls marked
+ * "collective" run it once and must be made by every rank in the same order. */
+#ifndef DBS_DBS_H
+#define DBS_DBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dbs/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dbs_status {
+  DBS_OK = 0,
+  DBS_ERROR_INPUT = 1,    /* a value from the caller is bad (argument, report, plan, data size) */
+  DBS_ERROR_CONFIG = 2,   /* the settings are invalid, or the ranks disagree on them */
+  DBS_ERROR_COMM = 3,     /* the allgather or the network failed: end the job */
+  DBS_ERROR_INTERNAL = 4  /* a broken invariant inside dbs (a bug), or out of memory */
+} dbs_status;
+
+/* The message of the last failed call on this thread ("" when none failed). */
+const char* dbs_last_error(void);
+/* The API version of the library at run time (compare DBS_API_VERSION_MAJOR/MINOR). */
+void dbs_api_version(int* major, int* minor);
+
+/* ---- settings: what the policy needs, the same on every rank ---- */
+typedef struct dbs_settings dbs_settings;
+/* Defaults: policy "dbs", global batch 128, samples per epoch 0 (unknown), min batch 1,
+ * max batch 0 (= global batch), min gain 0.02, rebalance every 0 (per epoch). */
+dbs_status dbs_settings_create(dbs_settings** out);
+void dbs_settings_destroy(dbs_settings* settings);
+/* "dbs" | "dbs-rate" | "static" | "fixed:b0,b1,..." */
+dbs_status dbs_settings_set_policy(dbs_settings* settings, const char* policy);
+dbs_status dbs_settings_set_global_batch(dbs_settings* settings, int global_batch);
+dbs_status dbs_settings_set_samples_per_epoch(dbs_settings* settings, int64_t samples);
+dbs_status dbs_settings_set_batch_bounds(dbs_settings* settings, int min_batch, int max_batch);
+dbs_status dbs_settings_set_min_gain(dbs_settings* settings, double min_gain);
+dbs_status dbs_settings_set_rebalance_every(dbs_settings* settings, int steps);
+
+/* ---- the planner of a job on this rank ---- */
+/* The caller's allgather: every rank gives `bytes` bytes at `in`; `out` (world * bytes) gets
+ * rank r's at r * bytes. Returns 0 on success, anything else on failure (DBS_ERROR_COMM). */
+typedef int (*dbs_allgather_fn)(void* user, const void* in, size_t bytes, void* out);
+
+/* Where the daemon is, for dbs_planner_create with a daemon; zero-initialise it and set what
+ * applies. address NULL or "" = the embedded policy only. */
+typedef struct dbs_remote_options {
+  const char* address;      /* HOST:PORT of dbs-scheduler serve */
+  const char* token_file;   /* the job key file */
+  const char* job;          /* job id, the same on every rank */
+  double timeout_s;         /* wait for the daemon's plan at an epoch end (0 = 10 s) */
+  double connect_timeout_s; /* one connection attempt (0 = 2 s) */
+} dbs_remote_options;
+
+typedef struct dbs_planner dbs_planner;
+/* Collective. The planner of rank `rank` of `world` ranks: the embedded policy of settings, or
+ * (remote non-NULL with an address) the daemon with the embedded policy as its fallback. Fails
+ * with DBS_ERROR_CONFIG on every rank when the ranks' settings differ, for an unknown policy or a
+ * fixed: spec that does not fit the world or the global batch. allgather may be NULL only when
+ * world is 1. */
+dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
+                              dbs_allgather_fn allgather, void* user,
+                              const dbs_remote_options* remote, dbs_planner** out);
+/* Says goodbye to the daemon (done = 1: all epochs trained) and frees the planner. */
+void dbs_planner_destroy(dbs_planner* planner, int done);
+
+/* The plan in force, read-only; arrays have `world` entries. */
+typedef struct dbs_plan {
+  int64_t epoch;            /* 0-based */
+  int global_batch;
+  int world;
+  const int* batch;         /* b_i */
+  const int* offset;        /* o_i */
+  const double* throughput; /* v_i it was made from, samples/s (0 = unknown) */
+  double predicted_epoch_s; /* 0 = unknown */
+  int changed;              /* 1 if it differs from the previous epoch's plan */
+  const char* reason;       /* why this plan */
+  const char* source;       /* "initial", "embedded", "daemon", "embedded-fallback", "rebalance" */
+} dbs_plan;
+dbs_status dbs_planner_plan(dbs_planner* planner, dbs_plan* out);
+
+/* One step of this rank, in seconds: samples in its slice, its work between two allreduces,
+ * the allreduce including the wait for the others (see <dbs/meter.h>). */
+dbs_status dbs_planner_step(dbs_planner* planner, int samples, double work_s, double comm_s);
+/* Collective, at the end of an epoch: this rank's report from the steps recorded, every rank's
+ * by the allgather, and the plan of the next epoch, which becomes the plan in force. */
+dbs_status dbs_planner_end_epoch(dbs_planner* planner);
+
+/* ---- this rank's samples ---- */
+/* S = ceil(samples / global batch) steps per epoch; DBS_ERROR_INPUT when samples < B. */
+dbs_status dbs_steps_per_epoch(const dbs_planner* planner, int64_t samples, int64_t* out);
+/* This rank's sample indices of step `step` of the plan in force's epoch, for a data set of
+ * `samples` samples shuffled with `seed` (the permutation dbs-agent uses). Writes *count indices
+ * to `indices`, which holds `capacity` (the global batch is always enough). */
+dbs_status dbs_step_indices(dbs_planner* planner, int64_t samples, uint64_t seed, int64_t step,
+                            int64_t* indices, int64_t capacity, int64_t* count);
+/* The permutation of [0, samples) of `epoch` for `seed` into out (samples entries). */
+dbs_status dbs_permutation(int64_t samples, uint64_t seed, int64_t epoch, int64_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DBS_DBS_H */

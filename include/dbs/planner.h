@@ -1,0 +1,88 @@
+// Who decides the plan (DESIGN.md): one Planner owns the plan in force and makes every change
+// to it, at epoch ends and inside epochs (rebalance_every). The embedded planner runs the policy
+// on every rank (all ranks see the same reports, so all agree without a coordinator); the remote
+// planner asks dbs-scheduler serve and keeps an embedded one as its fallback. The caller brings
+// its ranks' allgather; dbs brings the plan.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dbs/plan.h>
+
+namespace dbs {
+
+// A plan and where it came from: "initial", "embedded", "daemon", "embedded-fallback" (the
+// daemon's plan was not usable) or "rebalance" (inside an epoch).
+struct Planned {
+  Plan plan;
+  std::string source;
+};
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  // The plan in force: epoch 0's before any report, then the last one made or restored.
+  virtual const Plan& plan() const = 0;
+  // Epoch end: the plan of plan().epoch + 1 from all ranks' reports (identical on every rank,
+  // one per rank); it becomes the plan in force. Throws InputError for a report of an unknown
+  // rank or with negative or non-finite times.
+  virtual Planned next(std::span<const Report> reports) = 0;
+  // Inside the epoch: a re-plan from all ranks' reports over the steps since the last re-plan.
+  // A changed plan (for the same epoch) becomes the plan in force and is returned; nothing when
+  // the plan stays.
+  virtual std::optional<Planned> rebalance(std::span<const Report> window) = 0;
+  // The estimator state of the policy that plans, to continue identically after a resume.
+  virtual std::vector<double> state() const = 0;
+  // Restores a checkpoint: the plan in force and state(). Throws InputError for a plan of
+  // another world size or global batch, or a bad state.
+  virtual void set_state(const Plan& plan, const std::vector<double>& state) = 0;
+  // This rank leaves the job: done (all epochs trained) or stopped early (a signal; the job may
+  // be resumed). The remote planner says goodbye to the daemon.
+  virtual void finish(bool /*done*/) {}
+};
+
+// The caller's allgather over the job's ranks: every rank gives `bytes` bytes at `in`; `out`
+// (world * bytes) receives rank r's at r * bytes. Called by all ranks in the same order (a
+// collective); it throws (or the caller aborts the job) when it fails.
+using Allgather = std::function<void(const void* in, std::size_t bytes, void* out)>;
+
+// This rank's place in the job.
+struct Group {
+  int rank = 0;            // 0 <= rank < size
+  int size = 1;            // ranks of the job (the world size)
+  Allgather allgather;     // required when size > 1
+  std::string host;        // this rank's host name, for the daemon ("" = this machine's name)
+  std::string waiting;     // how the rank waits in collectives, for the daemon ("" = unsaid)
+};
+
+// Where the plans come from when a daemon (dbs-scheduler serve) runs the job.
+struct RemoteOptions {
+  std::string address;            // HOST:PORT of the daemon; empty = embedded policy only
+  std::string token_file;         // the job key (a file only its owner may read)
+  std::string job;                // job id, shared by the job's ranks (e.g. $SLURM_JOB_ID)
+  double timeout_s = 10;          // wait this long at the end of an epoch for the daemon's plan
+  double connect_timeout_s = 2;   // one connection attempt
+};
+
+// The planner of a job, on every rank (a collective: one allgather). It first checks that every
+// rank has the same settings and world size and throws ConfigError naming the first setting
+// where a rank differs from rank 0 (on every rank alike, so none is left waiting). Then: the
+// embedded policy of settings (remote.address empty), or the daemon at remote.address with the
+// embedded policy as its fallback (sources "daemon" or "embedded-fallback"; it starts connecting
+// at once). Throws ConfigError for an unknown policy, a fixed: spec whose sizes do not number
+// group.size or sum to the global batch, bounds the global batch cannot meet, a bad address or
+// token file; InputError for a bad group.
+std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
+                                      const RemoteOptions& remote = {});
+
+// Every rank's report in rank order from this rank's `mine` (a collective: one allgather).
+// Throws InputError when a rank's report names another rank.
+std::vector<Report> gather_reports(const Group& group, const Report& mine);
+
+}  // namespace dbs

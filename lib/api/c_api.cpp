@@ -1,0 +1,249 @@
+// The C ABI (<dbs/dbs.h>) over the C++ API: every entry point runs its body in guard(), which
+// turns any exception into a dbs_status and the thread's last-error message.
+#include <dbs/dbs.h>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+
+#include <dbs/error.h>
+#include <dbs/meter.h>
+#include <dbs/planner.h>
+#include <dbs/steps.h>
+
+struct dbs_settings {
+  dbs::Settings settings;
+};
+
+struct dbs_planner {
+  dbs::Group group;
+  std::unique_ptr<dbs::Planner> planner;
+  dbs::Meter meter;
+  std::string source = "initial";
+  std::optional<dbs::Sampler> sampler;  // of the last (samples, seed) asked for
+  std::uint64_t sampler_seed = 0;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+template <typename F>
+dbs_status guard(F&& body) {
+  try {
+    body();
+    last_error.clear();
+    return DBS_OK;
+  } catch (const dbs::InputError& e) {
+    last_error = e.what();
+    return DBS_ERROR_INPUT;
+  } catch (const dbs::ConfigError& e) {
+    last_error = e.what();
+    return DBS_ERROR_CONFIG;
+  } catch (const dbs::CommError& e) {
+    last_error = e.what();
+    return DBS_ERROR_COMM;
+  } catch (const std::bad_alloc&) {
+    last_error = "out of memory";
+    return DBS_ERROR_INTERNAL;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return DBS_ERROR_INTERNAL;
+  } catch (...) {
+    last_error = "unknown error";
+    return DBS_ERROR_INTERNAL;
+  }
+}
+
+void need(const void* p, const char* what) {
+  if (p == nullptr) throw dbs::InputError(std::string(what) + " is NULL");
+}
+
+dbs::Sampler& sampler_of(dbs_planner* p, std::int64_t samples, std::uint64_t seed) {
+  const dbs::Plan& plan = p->planner->plan();
+  if (!p->sampler || p->sampler->samples() != samples || p->sampler_seed != seed) {
+    p->sampler.emplace(samples, plan.global_batch, p->group.size, seed);
+    p->sampler_seed = seed;
+  }
+  return *p->sampler;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* dbs_last_error(void) { return last_error.c_str(); }
+
+void dbs_api_version(int* major, int* minor) {
+  const dbs::ApiVersion v = dbs::api_version();
+  if (major != nullptr) *major = v.major;
+  if (minor != nullptr) *minor = v.minor;
+}
+
+dbs_status dbs_settings_create(dbs_settings** out) {
+  return guard([&] {
+    need(out, "out");
+    *out = new dbs_settings{};
+  });
+}
+
+void dbs_settings_destroy(dbs_settings* settings) { delete settings; }
+
+dbs_status dbs_settings_set_policy(dbs_settings* s, const char* policy) {
+  return guard([&] {
+    need(s, "settings");
+    need(policy, "policy");
+    s->settings.policy = policy;
+  });
+}
+
+dbs_status dbs_settings_set_global_batch(dbs_settings* s, int global_batch) {
+  return guard([&] {
+    need(s, "settings");
+    if (global_batch < 1)
+      throw dbs::InputError("global batch " + std::to_string(global_batch) + ": must be at least 1");
+    s->settings.global_batch = global_batch;
+  });
+}
+
+dbs_status dbs_settings_set_samples_per_epoch(dbs_settings* s, int64_t samples) {
+  return guard([&] {
+    need(s, "settings");
+    if (samples < 0) throw dbs::InputError("samples per epoch " + std::to_string(samples));
+    s->settings.samples_per_epoch = samples;
+  });
+}
+
+dbs_status dbs_settings_set_batch_bounds(dbs_settings* s, int min_batch, int max_batch) {
+  return guard([&] {
+    need(s, "settings");
+    if (min_batch < 0 || max_batch < 0 || (max_batch > 0 && max_batch < min_batch))
+      throw dbs::InputError("batch bounds [" + std::to_string(min_batch) + ", " +
+                            std::to_string(max_batch) + "]");
+    s->settings.min_batch = min_batch;
+    s->settings.max_batch = max_batch;
+  });
+}
+
+dbs_status dbs_settings_set_min_gain(dbs_settings* s, double min_gain) {
+  return guard([&] {
+    need(s, "settings");
+    if (!(min_gain >= 0 && min_gain < 1))
+      throw dbs::InputError("min gain " + std::to_string(min_gain) + ": must be in [0, 1)");
+    s->settings.min_gain = min_gain;
+  });
+}
+
+dbs_status dbs_settings_set_rebalance_every(dbs_settings* s, int steps) {
+  return guard([&] {
+    need(s, "settings");
+    if (steps < 0) throw dbs::InputError("rebalance every " + std::to_string(steps) + " steps");
+    s->settings.rebalance_every = steps;
+  });
+}
+
+dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
+                              dbs_allgather_fn allgather, void* user,
+                              const dbs_remote_options* remote, dbs_planner** out) {
+  return guard([&] {
+    need(settings, "settings");
+    need(out, "out");
+    *out = nullptr;
+    auto p = std::make_unique<dbs_planner>();
+    p->group.rank = rank;
+    p->group.size = world;
+    if (allgather != nullptr)
+      p->group.allgather = [allgather, user](const void* in, std::size_t bytes, void* o) {
+        if (allgather(user, in, bytes, o) != 0)
+          throw dbs::CommError("the caller's allgather failed");
+      };
+    dbs::RemoteOptions ro;
+    if (remote != nullptr) {
+      if (remote->address != nullptr) ro.address = remote->address;
+      if (remote->token_file != nullptr) ro.token_file = remote->token_file;
+      if (remote->job != nullptr) ro.job = remote->job;
+      if (remote->timeout_s > 0) ro.timeout_s = remote->timeout_s;
+      if (remote->connect_timeout_s > 0) ro.connect_timeout_s = remote->connect_timeout_s;
+    }
+    p->planner = dbs::make_planner(settings->settings, p->group, ro);
+    *out = p.release();
+  });
+}
+
+void dbs_planner_destroy(dbs_planner* planner, int done) {
+  if (planner == nullptr) return;
+  guard([&] { planner->planner->finish(done != 0); });
+  delete planner;
+}
+
+dbs_status dbs_planner_plan(dbs_planner* p, dbs_plan* out) {
+  return guard([&] {
+    need(p, "planner");
+    need(out, "out");
+    const dbs::Plan& plan = p->planner->plan();
+    out->epoch = plan.epoch;
+    out->global_batch = plan.global_batch;
+    out->world = plan.world();
+    out->batch = plan.batch.data();
+    out->offset = plan.offset.data();
+    out->throughput = plan.throughput.data();
+    out->predicted_epoch_s = plan.predicted_epoch_s;
+    out->changed = plan.changed ? 1 : 0;
+    out->reason = plan.reason.c_str();
+    out->source = p->source.c_str();
+  });
+}
+
+dbs_status dbs_planner_step(dbs_planner* p, int samples, double work_s, double comm_s) {
+  return guard([&] {
+    need(p, "planner");
+    p->meter.step(samples, work_s, comm_s);
+  });
+}
+
+dbs_status dbs_planner_end_epoch(dbs_planner* p) {
+  return guard([&] {
+    need(p, "planner");
+    const dbs::Report mine = p->meter.report(p->planner->plan(), p->group.rank);
+    const std::vector<dbs::Report> all = dbs::gather_reports(p->group, mine);
+    p->meter.reset();
+    p->source = p->planner->next(all).source;
+  });
+}
+
+dbs_status dbs_steps_per_epoch(const dbs_planner* p, int64_t samples, int64_t* out) {
+  return guard([&] {
+    need(p, "planner");
+    need(out, "out");
+    *out = dbs::Sampler(samples, p->planner->plan().global_batch, p->group.size, 0).steps();
+  });
+}
+
+dbs_status dbs_step_indices(dbs_planner* p, int64_t samples, uint64_t seed, int64_t step,
+                            int64_t* indices, int64_t capacity, int64_t* count) {
+  return guard([&] {
+    need(p, "planner");
+    need(indices, "indices");
+    need(count, "count");
+    const std::vector<std::int64_t> mine =
+        sampler_of(p, samples, seed).indices(p->planner->plan(), p->group.rank, step);
+    if (static_cast<std::int64_t>(mine.size()) > capacity)
+      throw dbs::InputError("indices holds " + std::to_string(capacity) + ", the step needs " +
+                            std::to_string(mine.size()));
+    std::copy(mine.begin(), mine.end(), indices);
+    *count = static_cast<std::int64_t>(mine.size());
+  });
+}
+
+dbs_status dbs_permutation(int64_t samples, uint64_t seed, int64_t epoch, int64_t* out) {
+  return guard([&] {
+    need(out, "out");
+    const std::vector<std::int64_t> perm = dbs::permutation(samples, seed, epoch);
+    std::copy(perm.begin(), perm.end(), out);
+  });
+}
+
+}  // extern "C"

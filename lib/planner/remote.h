@@ -1,0 +1,27 @@
+// The remote planner: the plan from dbs-scheduler serve, with an embedded planner as the
+// fallback. Every rank keeps a connection to the daemon (registering on each connect), sends its
+// report at the end of each epoch and waits for its share of the daemon's plan of the next one.
+// The ranks then rebuild the plan from their shares (one allgather, lib/proto/share.h): the
+// daemon's plan is used only when every rank holds a share of the same valid one. Otherwise -
+// daemon unreachable, late, refusing, sending a plan of another job, or ranks disagreeing - the
+// epoch uses the fallback's plan; the fallback observes every epoch anyway, so its estimates
+// stay current (they are what a checkpoint keeps). The log and the trace (plan source
+// "embedded-fallback") say so, and the next epoch tries the daemon again.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lib/planner/planner.h"
+
+namespace dbs::planner {
+
+// A planner that asks the daemon at options.address, with an Embedded planner of settings as the
+// fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded. The ranks
+// agree on the daemon's plan through group.allgather. Starts connecting at once; finish(done)
+// says goodbye (done = false: stopped early). Throws ConfigError for a bad address or token
+// file. make_planner (<dbs/planner.h>) is the public way to one, after the settings check.
+std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const policy::Settings& settings,
+                                     const Group& group);
+
+}  // namespace dbs::planner
