@@ -1,6 +1,6 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
-// permutation of lib/data and the embedded planner; Python never re-derives any of them.
+// permutation of lib/data, the embedded planner and dbs-agent's --disturb spec; Python never re-derives any of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError / CommError.
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
@@ -19,6 +19,7 @@
 #include "lib/policy/cost.h"
 #include "lib/policy/plan.h"
 #include "lib/policy/steps.h"
+#include "lib/trace/disturbance.h"
 
 namespace py = pybind11;
 using dbs::policy::Plan;
@@ -27,11 +28,12 @@ using dbs::policy::Settings;
 
 namespace {
 
-// A JSON text read as `what` (its errors name `what`).
-dbs::Fields fields_of(const std::string& text, const std::string& what) {
+// read(Fields) of a JSON text, errors naming `what` (Fields refers to the JSON, kept alive here).
+template <typename Read>
+auto from_text(const std::string& text, const std::string& what, Read read) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw dbs::InputError(what + ": not valid JSON");
-  return dbs::Fields(j, what);
+  return read(dbs::Fields(j, what));
 }
 
 // One rank's report over a run of steps: (local batch, compute seconds) per step, as lib/train
@@ -96,7 +98,7 @@ PYBIND11_MODULE(_dbs, m) {
       .def_readwrite("rebalance_every", &Settings::rebalance_every)
       .def("to_json", [](const Settings& s) { return dbs::policy::to_json(s).dump(); })
       .def_static("from_json", [](const std::string& text) {
-        return dbs::policy::settings_from_json(fields_of(text, "settings"));
+        return from_text(text, "settings", dbs::policy::settings_from_json);
       })
       .def(py::self == py::self);
 
@@ -113,7 +115,7 @@ PYBIND11_MODULE(_dbs, m) {
       .def("world", &Plan::world)
       .def("to_json", [](const Plan& p) { return dbs::policy::to_json(p).dump(); })
       .def_static("from_json", [](const std::string& text) {
-        return dbs::policy::plan_from_json(fields_of(text, "plan"));
+        return from_text(text, "plan", dbs::policy::plan_from_json);
       })
       .def(py::self == py::self);
 
@@ -128,7 +130,7 @@ PYBIND11_MODULE(_dbs, m) {
       .def("throughput", &Report::throughput)
       .def("to_json", [](const Report& r) { return dbs::policy::to_json(r).dump(); })
       .def_static("from_json", [](const std::string& text) {
-        return dbs::policy::report_from_json(fields_of(text, "report"));
+        return from_text(text, "report", dbs::policy::report_from_json);
       });
 
   m.def("make_report", &make_report, py::arg("rank"), py::arg("epoch"), py::arg("batch"),
@@ -140,6 +142,19 @@ PYBIND11_MODULE(_dbs, m) {
         "Rank i takes [o_i, o_i + b_i) of a global step.");
   m.def("permutation", &permutation, py::arg("n"), py::arg("seed"), py::arg("epoch"),
         "The epoch's permutation of range(n) (int64), the same as dbs-agent's for the seed.");
+
+  using dbs::trace::Disturbance;
+  py::class_<Disturbance>(m, "Disturbance", "An injected slowdown, dbs-agent's --disturb.")
+      .def_readonly("rank", &Disturbance::rank)
+      .def_readonly("factor", &Disturbance::factor)
+      .def_readonly("from_epoch", &Disturbance::from, "1-based, fractional, inclusive")
+      .def_readonly("to_epoch", &Disturbance::to, "1-based, fractional, exclusive; < 0: never")
+      .def_property_readonly("mode", [](const Disturbance& d) { return dbs::trace::name(d.mode); })
+      .def("active_at", &Disturbance::active_at, py::arg("progress"),
+           "Active at progress (1.0 = the start of the first epoch).")
+      .def("__str__", [](const Disturbance& d) { return dbs::trace::to_string(d); });
+  m.def("parse_disturbance", &dbs::trace::parse_disturbance, py::arg("spec"),
+        "rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog]; ConfigError names the bad field.");
 
   py::class_<dbs::planner::Embedded>(m, "EmbeddedPlanner")
       .def(py::init<const Settings&, int>(), py::arg("settings"), py::arg("world"))
