@@ -1,8 +1,8 @@
 """Bad input: one clear exception naming what is at fault, a non-zero exit and no hang of the
 other rank (each case bounded by a timeout), for: a plan whose world differs from WORLD_SIZE,
 ranks disagreeing on the settings, a dataset smaller than the global batch, a fixed: spec of
-the wrong length, --scheduler (no daemon planner in dbs.torch yet), and the package without
-its built extension."""
+the wrong length, a --disturb rank outside the job, and the package without its built
+extension."""
 
 import os
 import shutil
