@@ -3,8 +3,10 @@
 1000/100/10), Adam, the global batch split across the ranks by the dbs policy.
 
 Run one process per rank with torchrun or srun (gloo backend, CPU):
-  PYTHONPATH=build/python /usr/bin/torchrun --nproc_per_node 2 examples/pytorch/train.py \\
-      --epochs 3 --train-limit 6000 --policy dbs --disturb rank=1,factor=3 --summary out.json
+  PYTHONPATH=build/python /usr/bin/torchrun --standalone --nproc_per_node 2 \\
+      --redirects 1 --tee 1 examples/pytorch/train.py --epochs 3 --train-limit 6000 \\
+      --policy dbs --disturb rank=1,factor=3 --summary out/pytorch.json
+(--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
 --policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
 """
 
@@ -33,9 +35,10 @@ def options(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        epilog="example: PYTHONPATH=build/python /usr/bin/torchrun --nproc_per_node 2 "
-               "examples/pytorch/train.py --epochs 2 --train-limit 6000 --policy dbs "
-               "--disturb rank=1,factor=3 --summary out.json")
+        epilog="example: PYTHONPATH=build/python /usr/bin/torchrun --standalone "
+               "--nproc_per_node 2 --redirects 1 --tee 1 examples/pytorch/train.py --epochs 2 "
+               "--train-limit 6000 --policy dbs --disturb rank=1,factor=3 "
+               "--summary out/pytorch.json")
     p.add_argument("--epochs", type=int, default=3, help="epochs to train")
     p.add_argument("--batch", type=int, default=128, help="global batch (all ranks together)")
     p.add_argument("--train-limit", type=int, default=0, help="use the first N training images (0 = all 60,000)")
@@ -45,7 +48,7 @@ def options(argv=None):
     p.add_argument("--seed", type=int, default=1, help="seed of the model and the epoch permutations")
     p.add_argument("--policy", default="dbs", help="dbs | static | fixed:b0,b1,... (one size per rank, summing to --batch)")
     p.add_argument("--rebalance-every", type=int, default=0, help="also re-plan every K steps (0 = per epoch)")
-    p.add_argument("--scheduler", default="", help="HOST:PORT of dbs-scheduler serve (empty = embedded policy)")
+    p.add_argument("--scheduler", default="", help="HOST:PORT of dbs-scheduler serve; not available in dbs.torch yet (empty = the embedded policy)")
     p.add_argument("--job", default="", help="job id for the daemon (default $SLURM_JOB_ID)")
     p.add_argument("--token-file", default="", help="the job key file for the daemon")
     p.add_argument("--disturb", action="append", default=[],
@@ -159,6 +162,8 @@ def main(args):
     if args.scheduler:
         raise ValueError("--scheduler: the daemon planner is not available in dbs.torch yet; "
                          "run without it (the embedded policy)")
+    if rank == 0 and args.summary:  # a bad --summary fails before training, not after
+        os.makedirs(os.path.dirname(os.path.abspath(args.summary)), exist_ok=True)
     torch.manual_seed(args.seed)
     train = fashion_mnist(args.data, "train", args.train_limit)
     test = fashion_mnist(args.data, "t10k", args.test_limit)

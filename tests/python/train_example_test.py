@@ -14,19 +14,20 @@ import harness  # noqa: E402
 harness.skip_unless_ready()
 
 TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
-COMMON = ["--threads", "1", "--train-limit", "2560", "--test-limit", "500"]
+COMMON = ["--threads", "1", "--test-limit", "200"]
 
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "dbs.json")
     rc, stdout, stderr = harness.torchrun(TRAIN, "--epochs", "2", "--policy", "dbs",
                                           "--disturb", "rank=1,factor=3", "--summary", out,
-                                          *COMMON, timeout=400)
+                                          "--train-limit", "640", *COMMON, timeout=500)
     if rc != 0:
         harness.fail(f"train.py --policy dbs exit {rc}\n{stderr[-4000:]}")
     dbs_run = json.load(open(out))
     out = os.path.join(tmp, "static.json")
     rc, stdout, stderr = harness.torchrun(TRAIN, "--epochs", "1", "--policy", "static",
-                                          "--summary", out, *COMMON, timeout=300)
+                                          "--summary", out, "--train-limit", "256", *COMMON,
+                                          timeout=300)
     if rc != 0:
         harness.fail(f"train.py --policy static exit {rc}\n{stderr[-4000:]}")
     static_run = json.load(open(out))
@@ -43,7 +44,7 @@ harness.check(e1["throughput"][1] < e1["throughput"][0],
               f"rank 1 (factor 3) shows the lower throughput: {e1['throughput']}")
 harness.check(e2["batch"][1] < 64 and sum(e2["batch"]) == 128,
               f"epoch 2 gives the slow rank 1 a smaller batch, global 128: {e2['batch']}")
-harness.check(dbs_run["test_acc"] == e2["test_acc"] > 0.3,
+harness.check(dbs_run["test_acc"] == e2["test_acc"] > 0.2,
               f"the final test_acc is the last epoch's and learned something: {e2['test_acc']}")
 harness.check(static_run["epochs"][0]["batch"] == [64, 64],
               "--policy static keeps DistributedSampler's equal split")

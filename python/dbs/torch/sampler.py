@@ -39,5 +39,10 @@ class BatchSampler:
                 b._before_step(s)
             start = s * b.global_batch
             sizes = _dbs.step_batch(b.plan, min(b.global_batch, b.dataset_size - start))
+            if 0 in sizes:  # the same sizes on every rank: all raise here, none waits
+                raise ValueError(
+                    f"dbs.torch: step {s} of epoch {b.epoch} has {sum(sizes)} samples, split "
+                    f"{sizes}: rank {sizes.index(0)} would get none. Use a dataset size whose "
+                    f"remainder modulo global_batch {b.global_batch} is 0 or larger")
             lo = start + _dbs.offsets_of(sizes)[b.rank]
             yield perm[lo:lo + sizes[b.rank]].tolist()
