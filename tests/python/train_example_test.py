@@ -44,7 +44,7 @@ harness.check(e1["throughput"][1] < e1["throughput"][0],
               f"rank 1 (factor 3) shows the lower throughput: {e1['throughput']}")
 harness.check(e2["batch"][1] < 64 and sum(e2["batch"]) == 128,
               f"epoch 2 gives the slow rank 1 a smaller batch, global 128: {e2['batch']}")
-harness.check(dbs_run["test_acc"] == e2["test_acc"] > 0.2,
+harness.check(dbs_run["test_acc"] == e2["test_acc"] > 0.15,
               f"the final test_acc is the last epoch's and learned something: {e2['test_acc']}")
 harness.check(static_run["epochs"][0]["batch"] == [64, 64],
               "--policy static keeps DistributedSampler's equal split")
