@@ -12,6 +12,7 @@ DBS_PACKAGES=(
   libtbb-dev libeigen3-dev nlohmann-json3-dev libboost-dev libcli11-dev zlib1g-dev doctest-dev
   dataset-fashion-mnist
   time procps python3 curl
+  python3-torch pybind11-dev python3-pybind11
 )
 
 # What tests/cluster/cluster.sh needs beyond DBS_PACKAGES.

@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""Fashion-MNIST with PyTorch DDP and dbs.torch: the seed CNN (conv 32/128/256, dense
+1000/100/10), Adam, the global batch split across the ranks by the dbs policy.
+
+Run one process per rank with torchrun or srun (gloo backend, CPU):
+  PYTHONPATH=build/python /usr/bin/torchrun --standalone --nproc_per_node 2 \\
+      --redirects 1 --tee 1 examples/pytorch/train.py --epochs 3 --train-limit 6000 \\
+      --policy dbs --disturb rank=1,factor=3 --summary out/pytorch.json
+(--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
+--policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import dbs
+import dbs.torch
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def options(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="example: PYTHONPATH=build/python /usr/bin/torchrun --standalone "
+               "--nproc_per_node 2 --redirects 1 --tee 1 examples/pytorch/train.py --epochs 2 "
+               "--train-limit 6000 --policy dbs --disturb rank=1,factor=3 "
+               "--summary out/pytorch.json")
+    p.add_argument("--epochs", type=int, default=3, help="epochs to train")
+    p.add_argument("--batch", type=int, default=128, help="global batch (all ranks together)")
+    p.add_argument("--train-limit", type=int, default=0, help="use the first N training images (0 = all 60,000)")
+    p.add_argument("--test-limit", type=int, default=0, help="use the first N test images (0 = all 10,000)")
+    p.add_argument("--lr", type=float, default=0.001, help="Adam learning rate")
+    p.add_argument("--threads", type=int, default=0, help="torch threads per rank (0 = torch's default)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the model and the epoch permutations")
+    p.add_argument("--policy", default="dbs", help="dbs | static | fixed:b0,b1,... (one size per rank, summing to --batch)")
+    p.add_argument("--rebalance-every", type=int, default=0, help="also re-plan every K steps (0 = per epoch)")
+    p.add_argument("--scheduler", default="", help="HOST:PORT of dbs-scheduler serve; not available in dbs.torch yet (empty = the embedded policy)")
+    p.add_argument("--job", default="", help="job id for the daemon (default $SLURM_JOB_ID)")
+    p.add_argument("--token-file", default="", help="the job key file for the daemon")
+    p.add_argument("--disturb", action="append", default=[],
+                   help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
+    p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
+    p.add_argument("--data", default=DATA, help="folder of the Fashion-MNIST *-idx?-ubyte.gz files")
+    return p.parse_args(argv)
+
+
+def read_idx(path):
+    """An IDX file (gzip) as a numpy array: uint8 images (n, 28, 28) or labels (n,)."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    dims = raw[3]
+    shape = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def fashion_mnist(folder, split, limit):
+    """(images float32 (n, 1, 28, 28) in [0, 1], labels int64 (n,)) of split train or t10k."""
+    x = read_idx(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"))
+    y = read_idx(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"))
+    if limit > 0:
+        x, y = x[:limit], y[:limit]
+    return TensorDataset(torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1),
+                         torch.from_numpy(y.astype(np.int64)))
+
+
+class SeedCNN(nn.Module):
+    """in (n, 1, 28, 28) -> logits (n, 10); 690,590 parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(1, 32, 3), nn.Conv2d(32, 128, 3), nn.Conv2d(128, 256, 3)])
+        self.drop = nn.Dropout(0.25)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(256, 1000), nn.Linear(1000, 100), nn.Linear(100, 10)
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = F.max_pool2d(F.relu(conv(x)), 2)
+        x = self.drop(torch.flatten(x, 1))
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Slowdown:
+    """The --disturb specs of this rank: seconds to sleep after a step's compute."""
+
+    def __init__(self, specs, rank, world):
+        self.active = []
+        for spec in specs:
+            d = dbs._dbs.parse_disturbance(spec)
+            if d.rank >= world:
+                raise ValueError(f"--disturb {spec}: rank {d.rank}, the job has {world} ranks")
+            if d.mode != "sleep":
+                raise ValueError(f"--disturb {spec}: train.py injects mode=sleep only")
+            if d.rank == rank:
+                self.active.append(d)
+        self.progress = 1.0  # 1-based epochs, fractional
+
+    def __call__(self, compute_s):
+        factor = 1.0
+        for d in self.active:
+            if d.active_at(self.progress):
+                factor *= d.factor
+        return (factor - 1.0) * compute_s
+
+
+def evaluate(model, test, rank, world):
+    """Accuracy on the test set, each rank counting its 1/world share."""
+    model.eval()
+    correct = torch.zeros(2, dtype=torch.float64)
+    with torch.no_grad():
+        x, y = test.tensors
+        x, y = x[rank::world], y[rank::world]
+        for i in range(0, len(y), 1000):
+            correct[0] += (model(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum().item()
+        correct[1] = len(y)
+    dist.all_reduce(correct)
+    model.train()
+    return correct[0].item() / max(1.0, correct[1].item())
+
+
+class StaticTiming:
+    """--policy static: DDP's own mean allreduce, and each step's compute time (forward start to
+    the last bucket) for the summary, as dbs.torch takes it."""
+
+    def __init__(self, ddp, slowdown):
+        self.start, self.steps, self.slowdown = None, [], slowdown
+        ddp.register_forward_pre_hook(self.pre)
+        ddp.register_comm_hook(None, self.hook)
+
+    def pre(self, module, inputs):
+        if self.start is None and module.training and torch.is_grad_enabled():
+            self.start, self.local = time.perf_counter(), len(inputs[0])
+
+    def hook(self, group, bucket):
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        if bucket.is_last():
+            pause = self.slowdown(time.perf_counter() - self.start)
+            if pause > 0:
+                time.sleep(pause)
+            self.steps.append((self.local, time.perf_counter() - self.start))
+            self.start = None
+        return allreduce_hook(group, bucket)
+
+
+def main(args):
+    rank, world, _ = dbs.torch.init_process_group("gloo")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if args.scheduler:
+        raise ValueError("--scheduler: the daemon planner is not available in dbs.torch yet; "
+                         "run without it (the embedded policy)")
+    if rank == 0 and args.summary:  # a bad --summary fails before training, not after
+        os.makedirs(os.path.dirname(os.path.abspath(args.summary)), exist_ok=True)
+    torch.manual_seed(args.seed)
+    train = fashion_mnist(args.data, "train", args.train_limit)
+    test = fashion_mnist(args.data, "t10k", args.test_limit)
+    slowdown = Slowdown(args.disturb, rank, world)
+    ddp = DistributedDataParallel(SeedCNN())
+    opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
+
+    if args.policy == "static":
+        if args.batch % world:
+            raise ValueError(f"--batch {args.batch}: --policy static needs a multiple of the "
+                             f"{world} ranks")
+        sampler = DistributedSampler(train, world, rank, shuffle=True, seed=args.seed)
+        loader = DataLoader(train, batch_size=args.batch // world, sampler=sampler)
+        timing, balancer, steps = StaticTiming(ddp, slowdown), None, len(loader)
+    else:
+        balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
+                                      seed=args.seed, rebalance_every=args.rebalance_every,
+                                      slowdown=slowdown)
+        sampler = balancer.sampler
+        loader = DataLoader(train, batch_sampler=sampler)
+        steps = balancer.steps_per_epoch
+
+    epochs = []
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        batch = list(balancer.plan.batch) if balancer else [args.batch // world] * world
+        dist.barrier()
+        start = time.perf_counter()
+        for step, (x, y) in enumerate(loader):
+            slowdown.progress = 1 + epoch + step / steps
+            loss = F.cross_entropy(ddp(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.barrier()
+        wall = time.perf_counter() - start
+        if balancer:
+            reports = balancer.end_epoch()
+            throughput = [r.throughput() for r in reports]
+            samples = len(train)
+        else:
+            mine = dbs._dbs.make_report(rank, epoch, batch[rank], timing.steps)
+            timing.steps = []
+            every = [None] * world
+            dist.all_gather_object(every, (mine.samples, mine.compute_s))
+            throughput = [n / t if t > 0 else 0.0 for n, t in every]
+            samples = sum(n for n, _ in every)
+        acc = evaluate(ddp, test, rank, world)
+        row = {"epoch": epoch + 1, "wall_s": wall, "batch": batch, "throughput": throughput,
+               "busy_ideal_s": samples / sum(throughput) if sum(throughput) > 0 else 0.0,
+               "test_acc": acc}
+        if balancer:
+            row["replans"] = balancer.replans
+            row["next_batch"] = list(balancer.plan.batch)
+        epochs.append(row)
+        if rank == 0:
+            print(f"epoch {epoch + 1}: wall {wall:.2f} s, batch {batch}, img/s/rank "
+                  f"{[round(v) for v in throughput]}, test_acc {acc:.4f}", flush=True)
+
+    if rank == 0 and args.summary:
+        summary = {"policy": args.policy, "world": world, "global_batch": args.batch,
+                   "train_samples": len(train), "test_samples": len(test), "threads": args.threads,
+                   "disturb": args.disturb, "epochs": epochs,
+                   "test_acc": epochs[-1]["test_acc"] if epochs else 0.0}
+        tmp = args.summary + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(summary, f, indent=1)
+        os.replace(tmp, args.summary)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    args = options()
+    try:
+        main(args)
+    except (ValueError, dbs.Error) as e:
+        rank = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))
+        print(f"train.py: rank {rank}: {type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(2)

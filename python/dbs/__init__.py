@@ -1,0 +1,25 @@
+"""dbs: heterogeneity-aware dynamic batch sizes for synchronous data-parallel training.
+
+The plan (per-rank batch sizes keeping the global batch), the reports it is made from, the
+step rule and the epoch permutation come from the C++ library through the extension dbs._dbs.
+dbs.torch uses them with PyTorch's DistributedDataParallel.
+"""
+
+try:
+    from dbs import _dbs
+except ImportError as e:  # the package's .py files without the built extension next to them
+    raise ImportError(
+        "dbs: the extension module dbs._dbs is not built or not importable next to "
+        f"{__file__} ({e}). Build it with the meson option python (pybind11-dev, "
+        "python3-pybind11 and /usr/bin/python3 needed): meson setup build && ninja -C build, "
+        "then PYTHONPATH=build/python, or meson install.") from e
+
+Error = _dbs.Error
+InputError = _dbs.InputError
+ConfigError = _dbs.ConfigError
+CommError = _dbs.CommError
+Settings = _dbs.Settings
+Plan = _dbs.Plan
+Report = _dbs.Report
+
+__all__ = ["Error", "InputError", "ConfigError", "CommError", "Settings", "Plan", "Report"]

@@ -1,0 +1,19 @@
+"""dbs.torch: dynamic batch sizes for PyTorch DistributedDataParallel.
+
+    rank, world, _ = dbs.torch.init_process_group("gloo")     # torchrun or srun
+    ddp = DistributedDataParallel(model)
+    balancer = dbs.torch.Balancer(ddp, len(train), global_batch=128, policy="dbs")
+    loader = DataLoader(train, batch_sampler=balancer.sampler)
+    for epoch in range(epochs):
+        balancer.set_epoch(epoch)
+        for x, y in loader: ...                # the ordinary mean-reduced loss and step
+        balancer.end_epoch()                   # optional: the reports of the epoch
+
+See docs/guides/pytorch.md.
+"""
+
+from dbs.torch.balancer import Balancer
+from dbs.torch.launch import init_process_group, ranks
+from dbs.torch.sampler import BatchSampler
+
+__all__ = ["Balancer", "BatchSampler", "init_process_group", "ranks"]

@@ -1,0 +1,225 @@
+"""Balancer: the plan of a DDP job and everything that follows it.
+
+It owns the planner (the library's embedded policy, run identically on every rank over
+torch.distributed), the position in the run (epoch, steps done) and this rank's step timings.
+Its batch sampler yields this rank's samples under the plan in force; its DDP communication
+hook weights unequal local batches into the global-batch mean and times each step. At the end
+of an epoch (and every `rebalance_every` steps) the ranks allgather their reports and each runs
+the policy on the same reports, so all decide the same plan.
+"""
+
+import json
+
+import torch.distributed as dist
+
+from dbs import _dbs
+from dbs.torch.hook import StepClock
+from dbs.torch.sampler import BatchSampler
+
+STATE_VERSION = 1
+
+
+class Balancer:
+    """Dynamic batch sizes for a DistributedDataParallel model.
+
+    model:           the DDP module (its communication hook and a forward pre-hook are set)
+    dataset_size:    N, samples of the training set (len(dataset)); >= global_batch
+    global_batch:    B, kept by every plan (the sum of the ranks' local batches)
+    policy:          "dbs" (by measured speed), "dbs-rate", "static" (equal) or "fixed:b0,b1,..."
+    seed:            seed of the epoch permutations (the same on every rank)
+    rebalance_every: also re-plan every K steps inside an epoch (0 = at epoch ends only);
+                     needs DataLoader(num_workers=0), which asks for each step's indices only
+                     when the previous step is done
+    min_batch, max_batch, min_gain: the policy's bounds (max_batch 0 = B) and the predicted gain
+                     below which dbs keeps its plan
+    slowdown:        None, or f(compute_s) -> seconds to sleep after each step's backward,
+                     counted as compute (to emulate a slower node in experiments)
+    group:           the process group (None = the default one)
+    """
+
+    def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
+                 rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
+                 group=None):
+        if not dist.is_initialized():
+            raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
+                               "(call dbs.torch.init_process_group() first)")
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world = dist.get_world_size(group)
+        self.settings = _dbs.Settings()
+        self.settings.policy = str(policy)
+        self.settings.global_batch = int(global_batch)
+        self.settings.samples_per_epoch = int(dataset_size)
+        self.settings.min_batch = int(min_batch)
+        self.settings.max_batch = int(max_batch)
+        self.settings.min_gain = float(min_gain)
+        self.settings.rebalance_every = int(rebalance_every)
+        self.seed = int(seed)
+        self.dataset_size = int(dataset_size)
+        self.global_batch = int(global_batch)
+        self._agree()
+        if self.global_batch < self.world:
+            raise ValueError(f"dbs.torch.Balancer: global_batch {self.global_batch} is smaller "
+                             f"than the world size {self.world}")
+        if self.dataset_size < self.global_batch:
+            raise ValueError(f"dbs.torch.Balancer: the dataset has {self.dataset_size} samples, "
+                             f"fewer than global_batch {self.global_batch}")
+        if self.settings.rebalance_every < 0:
+            raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
+                             f"{self.settings.rebalance_every}")
+        self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
+        self._planner = _dbs.EmbeddedPlanner(self.settings, self.world)
+        self.slowdown = slowdown
+        self.epoch = 0          # the epoch in progress (or last finished), 0-based
+        self._done = 0          # its steps whose backward finished
+        self._reported = False  # its end was reported and the next plan made
+        self._steps = []        # (local batch, compute s) of its steps on this rank
+        self._window = 0        # first step since the last in-epoch re-plan
+        self.replans = 0        # in-epoch re-plans that changed the plan this epoch
+        self.reports = []       # every rank's dbs.Report of the last finished epoch
+        self.source = "initial" # where the plan in force came from
+        self._clock = StepClock(self)
+        model.register_forward_pre_hook(self._clock.forward_pre_hook)
+        model.register_comm_hook(group, self._clock.comm_hook)
+        self.sampler = BatchSampler(self)
+
+    @property
+    def plan(self):
+        """The plan in force (dbs.Plan): batch[i] is rank i's local batch of a full step."""
+        return self._planner.plan()
+
+    # The settings every rank must share: checked once, on all ranks, so every rank raises.
+    def _agree(self):
+        mine = {"settings": json.loads(self.settings.to_json()), "seed": self.seed,
+                "dataset_size": self.dataset_size}
+        every = [None] * self.world
+        dist.all_gather_object(every, mine, group=self.group)
+        for rank, theirs in enumerate(every):
+            if theirs != every[0]:
+                diff = sorted(k for k in _flat(theirs) if _flat(theirs)[k] != _flat(every[0]).get(k))
+                raise ValueError(f"dbs.torch.Balancer: ranks disagree on the settings: rank "
+                                 f"{rank} has " + ", ".join(f"{k}={_flat(theirs)[k]!r}" for k in diff)
+                                 + ", rank 0 " + ", ".join(f"{k}={_flat(every[0]).get(k)!r}"
+                                                           for k in diff))
+
+    def _step_sizes(self):
+        """(b_i, B_s) of the step about to run."""
+        start = self._done * self.global_batch
+        total = min(self.global_batch, self.dataset_size - start)
+        if total <= 0:
+            raise RuntimeError(f"dbs.torch: a training step past the end of epoch {self.epoch} "
+                               f"({self.steps_per_epoch} steps): call set_epoch for the next")
+        return _dbs.step_batch(self.plan, total)[self.rank], total
+
+    def _step_done(self, local, compute_s):
+        self._steps.append((local, compute_s))
+        self._done += 1
+
+    def _begin_epoch(self):
+        """Moves on to the next epoch once the one in progress is done (reporting it first)."""
+        if self._done == self.steps_per_epoch:
+            if not self._reported:
+                self.end_epoch()
+            self.epoch += 1
+            self._done = 0
+            self._reported = False
+            self._steps = []
+            self._window = 0
+            self.replans = 0
+
+    def _before_step(self, step):
+        k = self.settings.rebalance_every
+        if k == 0 or (step - self._window) % k != 0:
+            return
+        if self._done != step:
+            raise RuntimeError("dbs.torch: rebalance_every needs DataLoader(num_workers=0): "
+                               f"step {step} was asked for before step {step - 1} finished")
+        window = self._gather(self._report(self._window))
+        if self._planner.rebalance(window):
+            self.replans += 1
+            self.source = "rebalance"
+        self._window = step
+
+    def _report(self, first):
+        steps = self._steps[first - (self._done - len(self._steps)):]
+        return _dbs.make_report(self.rank, self.epoch, self.plan.batch[self.rank], steps)
+
+    def _gather(self, report):
+        texts = [None] * self.world
+        dist.all_gather_object(texts, report.to_json(), group=self.group)
+        return [_dbs.Report.from_json(t) for t in texts]
+
+    def set_epoch(self, epoch):
+        """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done."""
+        self._begin_epoch()
+        if epoch != self.epoch:
+            raise ValueError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch {self.epoch}"
+                             f" (step {self._done} of {self.steps_per_epoch}); epochs run in "
+                             "order, a resumed run starts at its state_dict's epoch")
+
+    def end_epoch(self):
+        """Reports the finished epoch and makes the next plan (once; set_epoch and the sampler
+        do it when the loop did not). Returns every rank's dbs.Report of the epoch."""
+        if self._reported:
+            return self.reports
+        if self._done != self.steps_per_epoch:
+            raise RuntimeError(f"dbs.torch: end_epoch after {self._done} of "
+                               f"{self.steps_per_epoch} steps of epoch {self.epoch}")
+        first = self._done - len(self._steps)
+        self.reports = self._gather(self._report(first))
+        planning = self.reports
+        k = self.settings.rebalance_every
+        if k > 0:  # the next plan follows the latest K steps
+            planning = self._gather(self._report(max(first, self._done - k)))
+        _, self.source = self._planner.next(planning)
+        self._check_world(self.plan, "the next plan")
+        self._reported = True
+        return self.reports
+
+    def _check_world(self, plan, what):
+        if plan.world() != self.world:
+            raise ValueError(f"dbs.torch: {what} is for {plan.world()} ranks, WORLD_SIZE is "
+                             f"{self.world}")
+
+    def state_dict(self):
+        """What a resumed run needs to train the same samples in every global step: the
+        position (between steps), the plan in force and the policy's estimator state."""
+        epoch, done = self.epoch, self._done
+        if self._done == self.steps_per_epoch and self._reported:
+            epoch, done = epoch + 1, 0
+        return {"version": STATE_VERSION, "epoch": epoch, "step": done,
+                "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
+                "settings": self.settings.to_json(), "seed": self.seed,
+                "dataset_size": self.dataset_size, "world": self.world}
+
+    def load_state_dict(self, state):
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"dbs.torch: state_dict version {state.get('version')!r}, "
+                             f"this dbs reads {STATE_VERSION}")
+        for key, mine in (("world", self.world), ("seed", self.seed),
+                          ("dataset_size", self.dataset_size)):
+            if state.get(key) != mine:
+                raise ValueError(f"dbs.torch: state_dict field '{key}' is {state.get(key)!r}, "
+                                 f"this run has {mine!r}")
+        if _dbs.Settings.from_json(state["settings"]) != self.settings:
+            raise ValueError(f"dbs.torch: state_dict field 'settings' is {state['settings']}, "
+                             f"this run has {self.settings.to_json()}")
+        plan = _dbs.Plan.from_json(state["plan"])
+        self._check_world(plan, "the state_dict's plan")
+        if not 0 <= state["step"] < self.steps_per_epoch:
+            raise ValueError(f"dbs.torch: state_dict field 'step' is {state['step']}, an epoch "
+                             f"has {self.steps_per_epoch} steps")
+        self._planner.set_state(plan, [float(x) for x in state["policy_state"]])
+        self.epoch, self._done = int(state["epoch"]), int(state["step"])
+        self._reported, self._steps, self._window, self.replans = False, [], self._done, 0
+        self.source = "resumed"
+
+
+def _flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out

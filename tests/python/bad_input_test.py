@@ -1,0 +1,47 @@
+"""Bad input: one clear exception naming what is at fault, a non-zero exit and no hang of the
+other rank (each case bounded by a timeout), for: a plan whose world differs from WORLD_SIZE,
+ranks disagreeing on the settings, a dataset smaller than the global batch, a fixed: spec of
+the wrong length, a --disturb rank outside the job, and the package without its built
+extension."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+harness.skip_unless_ready()
+
+WORKER = os.path.join(harness.ROOT, "tests/python/worker.py")
+TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
+SMALL = ["--epochs", "1", "--threads", "1", "--test-limit", "100"]
+
+cases = [
+    ("a plan of 3 ranks in a 2-rank run", [WORKER, "bad", "world-plan"],
+     "dbs.torch: the state_dict's plan is for 3 ranks, WORLD_SIZE is 2"),
+    ("ranks disagreeing on the global batch", [WORKER, "bad", "disagree"],
+     "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
+    ("a dataset smaller than the global batch", [TRAIN, "--train-limit", "100", *SMALL],
+     "the dataset has 100 samples, fewer than global_batch 128"),
+    ("a fixed: spec of the wrong length",
+     [TRAIN, "--policy", "fixed:100,20,8", "--train-limit", "256", *SMALL],
+     "ConfigError: policy 'fixed:100,20,8': 3 sizes for 2 ranks"),
+    ("a --disturb rank outside the job", [TRAIN, "--disturb", "rank=2,factor=3", *SMALL],
+     "--disturb rank=2,factor=3: rank 2, the job has 2 ranks"),
+]
+for what, args, message in cases:
+    rc, _, stderr = harness.torchrun(*args, timeout=120)
+    harness.check(rc != 0 and message in stderr,
+                  f"{what}: exit {rc}, stderr names it: {message!r}"
+                  + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
+
+with tempfile.TemporaryDirectory() as tmp:
+    shutil.copytree(os.path.join(harness.ROOT, "python/dbs"), os.path.join(tmp, "dbs"),
+                    ignore=shutil.ignore_patterns("*.cpp", "meson.build"))
+    p = subprocess.run([sys.executable, "-c", "import dbs.torch"], cwd=tmp, text=True,
+                       capture_output=True, env=dict(os.environ, PYTHONPATH=tmp), timeout=60)
+    harness.check(p.returncode != 0 and "the extension module dbs._dbs is not built" in p.stderr,
+                  "import dbs without the built extension: ImportError saying how to build it")

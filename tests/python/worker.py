@@ -1,0 +1,129 @@
+"""One rank of the python suite's distributed tests (started by torchrun from the tests).
+
+  worker.py math OUT.pt            fixed:100,28 on a small float64 MLP, SGD: the parameters
+                                   after step 1 and after epoch 1 (rank 0 saves them)
+  worker.py run  LOG EPOCHS [STOP_EPOCH STOP_STEP STATE] [--resume STATE]
+                                   policy dbs; logs every step's indices per rank; stops
+                                   after step STOP_STEP of epoch STOP_EPOCH saving state_dict
+  worker.py bad  CASE              a bad input: world-plan, disagree
+"""
+
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+
+import dbs.torch
+
+N = 3 * 128 + 40  # 4 steps of the global batch 128, the last one short (40)
+B = 128
+
+
+def data():
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(N, 12, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 5, (N,), generator=g)
+    return TensorDataset(x, y)
+
+
+def model():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.Tanh(),
+                               torch.nn.Linear(16, 5)).double()
+
+
+def math(out):
+    rank = dist.get_rank()
+    ddp = DistributedDataParallel(model())
+    train = data()
+    bal = dbs.torch.Balancer(ddp, len(train), B, policy="fixed:100,28", seed=5)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
+    bal.set_epoch(0)
+    saved, sizes = {}, []
+    for step, (x, y) in enumerate(DataLoader(train, batch_sampler=bal.sampler)):
+        sizes.append(len(y))
+        loss = F.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step == 0:
+            saved["step"] = [p.detach().clone() for p in ddp.module.parameters()]
+    saved["epoch"] = [p.detach().clone() for p in ddp.module.parameters()]
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, sizes)
+    saved["sizes"] = every
+    saved["reports"] = [json.loads(r.to_json()) for r in bal.end_epoch()]
+    if rank == 0:
+        torch.save(saved, out)
+
+
+def run(log, epochs, stop=None, resume=None):
+    rank = dist.get_rank()
+    ddp = DistributedDataParallel(model())
+    train = data()
+    bal = dbs.torch.Balancer(ddp, len(train), B, policy="dbs", seed=5, min_gain=0.0)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    first = 0
+    if resume:
+        bal.load_state_dict(torch.load(resume))
+        first = bal.state_dict()["epoch"]
+    steps = []  # (epoch, step, indices of this rank)
+    for epoch in range(first, epochs):
+        bal.set_epoch(epoch)
+        step = bal.state_dict()["step"]
+        for x, idx in DataLoader(TensorDataset(train.tensors[0], torch.arange(N)),
+                                 batch_sampler=bal.sampler):
+            steps.append((epoch, step, idx.tolist()))
+            loss = F.cross_entropy(ddp(x), train.tensors[1][idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step += 1
+            if stop and (epoch, step) == (stop[0], stop[1]):
+                if rank == 0:
+                    torch.save(bal.state_dict(), stop[2])
+                return save_log(log, steps)
+    save_log(log, steps)
+
+
+def save_log(log, steps):
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, steps)
+    if dist.get_rank() == 0:
+        with open(log, "w") as f:
+            json.dump(every, f)
+
+
+def bad(case):
+    ddp = DistributedDataParallel(model())
+    if case == "world-plan":  # a state_dict from a run of 3 ranks
+        bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5)
+        state = bal.state_dict()
+        plan = json.loads(state["plan"])
+        plan.update(batch=[43, 43, 42], offset=[0, 43, 86], throughput=[0, 0, 0])
+        state["plan"] = json.dumps(plan)
+        bal.load_state_dict(state)
+    elif case == "disagree":  # rank 1 started with another global batch
+        dbs.torch.Balancer(ddp, N, B if dist.get_rank() == 0 else 64, seed=5)
+    else:
+        raise SystemExit(f"worker.py: unknown case {case}")
+
+
+if __name__ == "__main__":
+    dbs.torch.init_process_group("gloo")
+    torch.set_num_threads(1)
+    mode, rest = sys.argv[1], sys.argv[2:]
+    if mode == "math":
+        math(rest[0])
+    elif mode == "run":
+        resume = rest[rest.index("--resume") + 1] if "--resume" in rest else None
+        pos = [a for a in rest if a != "--resume" and a != resume]
+        stop = (int(pos[2]), int(pos[3]), pos[4]) if len(pos) > 2 else None
+        run(pos[0], int(pos[1]), stop, resume)
+    else:
+        bad(rest[0])
+    dist.destroy_process_group()
