@@ -23,7 +23,7 @@ struct Config : policy::Settings {
   int epochs = 5;                       // epochs to train (in total, counting resumed ones)
   std::string optimizer = "adam";       // sgd | adam | rmsprop
   optim::OptimizerConfig optim;         // momentum, betas, ...
-  optim::ScheduleConfig schedule;       // lr, scaling, warmup, decay (global_batch filled in)
+  optim::ScheduleConfig schedule;       // lr, scaling, warmup, decay (at Settings::global_batch)
   int threads = 0;                      // TBB threads per rank (0 = all available)
   std::uint64_t seed = 1;               // model init, shuffling, dropout
   std::size_t train_limit = 0;          // use the first N training samples (0 = all)
