@@ -1,4 +1,4 @@
-// dbs-agent filter: the noise filter of issue 13 as a subcommand of the agent (agents/filter.cpp).
+// dbs-agent filter: the training-set noise filter as a subcommand of the agent (agents/filter.cpp).
 #pragma once
 
 namespace dbs::agent {

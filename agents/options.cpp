@@ -166,8 +166,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       o.node_cpus = threads_from_env("SLURM_CPUS_ON_NODE");
     }
     c.schedule.scaling = optim::parse_scaling(scaling);
-    c.schedule.global_batch = c.global_batch;
-    optim::validate(c.schedule);
+    optim::validate(c.schedule, c.global_batch);
     if (progress && no_progress) throw ConfigError("--progress and --no-progress contradict each other");
     c.progress = progress || (!no_progress && job_output_is_terminal());
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));

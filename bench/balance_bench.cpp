@@ -70,7 +70,6 @@ train::Config base_config(const BalanceOptions& o) {
   c.model = o.model;
   c.threads = o.threads;
   c.global_batch = o.batch;
-  c.schedule.global_batch = o.batch;
   c.epochs = o.epochs;
   c.train_limit = o.train_limit;
   c.test_limit = o.test_limit;

@@ -231,7 +231,7 @@ std::string study_record(const std::string& study, const std::string& data,
                      (subset ? "trained on --train-subset" : "had no --train-subset"));
 
   optim::ScheduleConfig sched{s.lr, optim::parse_scaling(s.lr_scaling), s.base_batch,
-                              s.global_batch, s.warmup_epochs, s.decay_epochs, s.decay_factor};
+                              s.warmup_epochs, s.decay_epochs, s.decay_factor};
   std::map<int, double> lr_at;  // epoch -> rank 0's lr at its start, from the metrics
   std::ifstream in(metrics_path);
   if (!in) throw InputError(metrics_path + ": cannot open");
@@ -260,7 +260,7 @@ std::string study_record(const std::string& study, const std::string& data,
     if (it == lr_at.end())
       throw InputError(metrics_path + format(": no row of rank 0 for epoch %d", e.epoch));
     e.lr = it->second;
-    const double want = optim::learning_rate(sched, e.epoch - 1);
+    const double want = optim::learning_rate(sched, s.global_batch, e.epoch - 1);
     if (std::fabs(e.lr - want) > 1e-6 * want)
       throw InputError(metrics_path + format(": epoch %d started at lr %g, but the schedule of "
                                              "the arguments gives %g (are they the job's?)",

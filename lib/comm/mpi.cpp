@@ -27,15 +27,14 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   if (!initialized) {
     // Open MPI's non-blocking allreduce (libnbc; what a sleeping rank's allreduce and --overlap
     // use) picks a binomial tree for fewer than 4 ranks or in-place buffers: the root's link
-    // carries 2 (p - 1) whole gradients. The ring carries 2 (p - 1) / p of one. On the cluster
-    // bed (3 nodes, 1 Gbit/s) that made the step's allreduce 90-112 ms against 55-65 ms. A value
+    // carries 2 (p - 1) whole gradients. The ring carries 2 (p - 1) / p of one. On a network
+    // link that makes the step's allreduce markedly slower. A value
     // the user set (environment, mpirun --mca) is kept; other MPIs ignore the variable.
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
     // Over TCP a message above the eager limit (64 KiB) waits for the receiver's go-ahead, which
     // travels in the same stream as the receiver's own outgoing data: in an exchange, where both
-    // ends send at once, it arrives only after that data has drained. On the cluster bed that made
-    // the cnn's ring allreduce 163 ms instead of 115 over 200 Mbit/s (2 nodes), 48-53 ms instead
-    // of 34-36 over 1 Gbit/s (3 nodes). Sent eagerly, the messages of the exchanges (the ring's
+    // ends send at once, it arrives only after that data has drained, which stalls every step
+    // of a ring. Sent eagerly, the messages of the exchanges (the ring's
     // chunks of kRingChunkBytes, libnbc's segments of the gradient) need no go-ahead. Kept where
     // the user set it, as above.
     setenv("OMPI_MCA_btl_tcp_eager_limit", "4194304", 0);
@@ -107,10 +106,9 @@ class MpiCommunicator final : public Communicator {
   // MPI with no rank asleep: MPI_Reduce_scatter into scratch (its in-place form puts the result
   // at the buffer's start), then copied to the segment. ring, or any rank asleep: the ring's first
   // half over these segments, its waits as wait_ says. Not MPI's collectives when a rank sleeps:
-  // the blocking ones spin through the transfer (a node held to a quarter core spent 0.8-0.95 s
-  // of CPU an epoch in them on the cluster bed, against 0.18 s in the polled allreduce), and
+  // the blocking ones spin through the transfer (a quota-limited rank spends its CPU there), and
   // Open MPI's non-blocking reduce-scatter reduces the whole buffer to one root and scatters it,
-  // which made the sharded step 1.9x slower over the bed's 200 Mbit/s link.
+  // sending the whole gradient through one rank's link.
   void reduce_scatter_sum(std::span<float> data, std::span<const std::size_t> counts) override {
     check_segments(data.size(), counts, size_);
     arrive();

@@ -6,12 +6,12 @@
 //          between polls (kMinSleep doubling up to kMaxSleep) after kArriveSpin of polling
 //          without sleeps; once every rank has arrived the data moves in the collective's
 //          non-blocking form, polled without sleeps for up to kDataSpin, then with sleeps of
-//          at most kDataSleep. A blocking collective would spin for the whole transfer: over a
-//          1 Gbit/s link that cost the 0.25-core node of the cluster bed 38 ms of CPU per step
-//          (README). Polled with sleeps from the start, the cnn's 2.76 MB over shared memory
-//          took 1.3 ms instead of 0.35 ms (MPI moves non-blocking data only inside MPI calls,
-//          and each sleep outlasts its request by the timer slack); kDataSpin covers such a
-//          transfer and bounds the CPU a slow link costs to it per collective. Costs one
+//          at most kDataSleep. A blocking collective would spin for the whole transfer, which
+//          on a slow link costs a quota-limited rank much of its CPU. Polling with sleeps from
+//          the start would slow a short transfer several-fold (MPI moves non-blocking data only
+//          inside MPI calls, and each sleep outlasts its request by the timer slack); kDataSpin
+//          covers a shared-memory transfer of the cnn's gradient and bounds the CPU a slow link
+//          costs to it per collective. Costs one
 //          barrier and up to kMaxSleep of latency per collective. The
 //          sharded update's reduce-scatter and allgather then go around the own ring
 //          (lib/comm/ring.h), every rank polling its messages as its own wait says: each ring
@@ -21,9 +21,8 @@
 //   auto:  sleep on a rank whose cgroup's CPU quota (read_cpu_quota) is below its thread count,
 //          spin elsewhere. A rank whose quota covers all its threads cannot be throttled for
 //          spinning (one waiting thread uses at most one core). Spinning stays auto's choice
-//          where a host's ranks run more threads than it has cores: measured with 3 ranks and
-//          with 2 ranks x 2 threads on 2 cores, sleeping made dbs's balanced epochs slower or no
-//          faster (README, "Waiting on an oversubscribed host").
+//          where a host's ranks run more threads than it has cores: there sleeping does not make
+//          balanced epochs faster, and the wake-ups add latency.
 // The barrier is a collective, so it runs on every rank as soon as any rank sleeps; a spinning
 // rank then waits for it with MPI_Wait.
 #pragma once

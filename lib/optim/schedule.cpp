@@ -26,11 +26,11 @@ Scaling parse_scaling(const std::string& name) {
   throw ConfigError("unknown lr scaling '" + name + "' (valid: none, constant, linear, sqrt)");
 }
 
-void validate(const ScheduleConfig& config) {
+void validate(const ScheduleConfig& config, int global_batch) {
   require(config.base_lr > 0.0 && std::isfinite(config.base_lr), "base_lr", "> 0",
           config.base_lr);
   require(config.base_batch > 0, "base_batch", "> 0", config.base_batch);
-  require(config.global_batch > 0, "global_batch", "> 0", config.global_batch);
+  require(global_batch > 0, "global_batch", "> 0", global_batch);
   require(config.warmup_epochs >= 0.0 && std::isfinite(config.warmup_epochs), "warmup_epochs",
           ">= 0", config.warmup_epochs);
   require(config.decay_factor > 0.0 && std::isfinite(config.decay_factor), "decay_factor", "> 0",
@@ -39,9 +39,8 @@ void validate(const ScheduleConfig& config) {
     require(e >= 1, "decay_epochs (epochs count from 1)", ">= 1", e);
 }
 
-double learning_rate(const ScheduleConfig& config, double epoch_progress) {
-  const double ratio =
-      static_cast<double>(config.global_batch) / static_cast<double>(config.base_batch);
+double learning_rate(const ScheduleConfig& config, int global_batch, double epoch_progress) {
+  const double ratio = static_cast<double>(global_batch) / static_cast<double>(config.base_batch);
   double scale = 1.0;
   if (config.scaling == Scaling::linear) scale = ratio;
   if (config.scaling == Scaling::sqrt) scale = std::sqrt(ratio);

@@ -15,6 +15,7 @@
 
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
+#include "lib/trace/records.h"
 #include "lib/trace/trace.h"
 
 namespace dbs::replay {
@@ -92,7 +93,9 @@ class Reader {
     } else if (type == "disturbance") {
       disturbance(j);
     } else if (type == "timing") {
-      // Where each rank's time went (the agent's own diagnosis): nothing replay models.
+      timing(j);
+    } else if (type == "cpu") {
+      cpu(j);
     } else if (type == "header") {
       r.fail("a second header: a trace holds one run");
     } else if (unknown_types_[type]++ == 0) {
@@ -198,13 +201,12 @@ class Reader {
 
   void eval(const json& j) {
     const Fields f(j, where_ + ": eval record");
-    const std::int64_t epoch = f.integer("epoch", 1);
-    const double wall = f.number("wall_s", 0);
-    const int replans = static_cast<int>(f.integer_or("replans", 0, 0, kMaxInt));
-    if (!open_ || open_->epoch != epoch - 1) {
+    const trace::Eval ev = trace::eval_from_json(f);
+    const std::int64_t epoch = ev.epoch + 1;
+    if (!open_ || open_->epoch != ev.epoch) {
       f.fail("epoch " + std::to_string(epoch) + " has no rank records before its eval record");
     }
-    if (f.has("missing") && !f.ints("missing", 0).empty()) {
+    if (!ev.missing.empty()) {
       // The daemon planned it at its report timeout: without every rank's record it cannot be
       // replayed, nor can the epochs after it (replay needs consecutive epochs).
       trace_.warnings.push_back(where_ + ": epoch " + std::to_string(epoch) +
@@ -221,11 +223,24 @@ class Reader {
                std::to_string(r));
       }
     }
-    open_->wall_s = wall;
-    open_->replans = replans;
+    open_->wall_s = ev.wall_s;
+    open_->replans = ev.replans;
+    open_->eval = ev;
     open_->line = number_;
     trace_.epochs.push_back(std::move(*open_));
     open_.reset();
+  }
+
+  // A timing or cpu record: checked, and kept with the epoch being collected when it belongs to
+  // it (replay models neither: they are the agent's own diagnosis).
+  void timing(const json& j) {
+    const trace::TimingRecord t = trace::timing_from_json(Fields(j, where_ + ": timing record"));
+    if (open_ && open_->epoch == t.epoch) open_->timings.push_back(t);
+  }
+
+  void cpu(const json& j) {
+    const trace::CpuRecord c = trace::cpu_from_json(Fields(j, where_ + ": cpu record"));
+    if (open_ && open_->epoch == c.epoch) open_->cpu.push_back(c);
   }
 
   void disturbance(const json& j) {

@@ -14,6 +14,7 @@
 
 #include "lib/policy/plan.h"
 #include "lib/replay/model.h"
+#include "lib/trace/records.h"
 
 namespace dbs::replay {
 
@@ -36,6 +37,9 @@ struct EpochRecords {
   double wall_s = 0;                    // training time of the epoch (eval record)
   int replans = 0;                      // mid-epoch re-plans (eval record)
   int line = 0;                         // line of its eval record
+  trace::Eval eval;                     // its eval record
+  std::vector<trace::TimingRecord> timings;  // the agent's timing records of it, if any
+  std::vector<trace::CpuRecord> cpu;         // the agent's cpu records of it, if any
 };
 
 struct Trace {

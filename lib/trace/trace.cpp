@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lib/common/error.h"
+#include "lib/trace/records.h"
 
 namespace dbs::trace {
 
@@ -45,14 +46,7 @@ json disturbance_record(const Disturbance& d, std::int64_t epoch) {
 }
 
 json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v, int replans) {
-  const double ideal = sum_v > 0 ? samples / sum_v : 0.0;
-  return {{"type", "eval"},
-          {"epoch", epoch + 1},
-          {"wall_s", wall_s},
-          {"images_per_s", wall_s > 0 ? samples / wall_s : 0.0},
-          {"ideal_s", ideal},
-          {"efficiency", wall_s > 0 ? ideal / wall_s : 0.0},
-          {"replans", replans}};
+  return to_json(eval_of(epoch, wall_s, samples, sum_v, replans));
 }
 
 Writer::Writer(const std::string& path, const json& head, bool append) : path_(path) {

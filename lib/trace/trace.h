@@ -1,8 +1,8 @@
 // Trace files: versioned JSONL (format in traces/README.md). The first line is a header naming
 // the format, its version and the run's configuration (the policy Settings, the world size and
-// what else the recorder knows); every later line is one record with a "type": rank, plan, eval
-// or disturbance, written by the functions below whoever records (the agent, the daemon,
-// replay --synthesize). Epochs in traces count from 1 (the structs in memory count from 0).
+// what else the recorder knows); every later line is one record with a "type": rank, plan, eval,
+// disturbance (written by the functions below whoever records: the agent, the daemon, replay
+// --synthesize), timing or cpu (the agent's; records.h holds those and the eval record's struct). Epochs in traces count from 1 (the structs in memory count from 0).
 #pragma once
 
 #include <cstdio>
@@ -29,7 +29,7 @@ nlohmann::json plan_record(const policy::Plan& plan, std::int64_t step, const st
 nlohmann::json rank_record(const policy::Report& report, const std::string& host);
 nlohmann::json disturbance_record(const Disturbance& d, std::int64_t epoch);
 // The end of an epoch: its training time wall_s and what follows from it for `samples` samples
-// computed by ranks of summed throughput sum_v (ideal_s = samples / sum_v).
+// computed by ranks of summed throughput sum_v (ideal_s = samples / sum_v): to_json(eval_of(...)).
 nlohmann::json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v,
                            int replans);
 

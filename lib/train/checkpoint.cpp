@@ -20,25 +20,28 @@
 #include "lib/common/fields.h"
 #include "lib/policy/plan.h"
 #include "lib/trace/trace.h"
-#include "lib/train/state.h"
+#include "lib/train/trainer.h"
 
-namespace dbs::train::detail {
+namespace dbs::train {
 namespace {
 
+using detail::Interrupted;
+
 constexpr char kMagic[8] = {'D', 'B', 'S', 'C', 'K', 'P', 'T', 0};
-// 1: the world size was part of the identity; 2: no "interrupted" (an older binary would resume
-// an interrupted epoch from its start), no "written".
+// Versions read: 1 (the world size inside the identity), 2 (no "interrupted", no "written") and
+// 3, the one written.
 constexpr std::uint32_t kVersion = 3;
 
 std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
 
-nlohmann::json identity(const State& st) {
-  nlohmann::json id = {{"model", st.config.model},       {"global_batch", st.config.global_batch},
-                       {"seed", st.config.seed},
-                       {"optimizer", st.config.optimizer}, {"train_samples", st.train.n},
-                       {"policy", st.config.policy}};
+// What makes two runs the same run: a checkpoint resumes only its own.
+nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohmann::json& subset) {
+  nlohmann::json id = {{"model", c.model},         {"global_batch", c.global_batch},
+                       {"seed", c.seed},
+                       {"optimizer", c.optimizer}, {"train_samples", train_samples},
+                       {"policy", c.policy}};
   // Which samples: a --train-subset of the same size (the random control) is another run.
-  if (!st.subset.is_null()) id["train_subset_hash"] = st.subset.at("hash");
+  if (!subset.is_null()) id["train_subset_hash"] = subset.at("hash");
   return id;
 }
 
@@ -189,7 +192,8 @@ std::string describe(const Found& f) {
 
 // The rank whose copy everyone resumes (-1: none has one). Throws ConfigError naming every rank
 // and what it holds when two copies differ.
-int choose_source(const State& st, const std::vector<Found>& all) {
+int choose_source(const std::string& dir, std::span<const std::string> hosts,
+                  const std::vector<Found>& all) {
   int source = -1;
   bool differ = false;
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
@@ -202,27 +206,27 @@ int choose_source(const State& st, const std::vector<Found>& all) {
   }
   if (!differ) return source;
   std::string msg = "--resume: the ranks hold different checkpoints in " +
-                    st.config.checkpoint_dir + ":";
+                    dir + ":";
   for (int r = 0; r < static_cast<int>(all.size()); ++r)
-    msg += " rank " + std::to_string(r) + " (" + st.hosts[r] + ") has " + describe(all[r]) + ";";
+    msg += " rank " + std::to_string(r) + " (" + hosts[r] + ") has " + describe(all[r]) + ";";
   throw ConfigError(msg + " remove the stale copies (or empty the folders to start afresh)");
 }
 
 }  // namespace
 
-void save_checkpoint(State& st, const Interrupted* at) {
-  gather_optimizer_state(st);
+void Trainer::save_checkpoint(const Interrupted* at) {
+  exchange_->gather_state();
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& r : st.results) results.push_back(result_json(r));
+  for (const auto& r : results_) results.push_back(result_json(r));
   // One writer per host: the first rank on it (ranks of a host share its disk).
-  const int rank = st.comm.rank();
+  const int rank = comm_.rank();
   for (int r = 0; r < rank; ++r)
-    if (st.hosts[r] == st.hosts[rank]) return;
-  nlohmann::json meta = {{"identity", identity(st)},
-                         {"world", st.comm.size()},
-                         {"next_epoch", st.results.empty() ? 0 : st.results.back().epoch + 1},
-                         {"plan", policy::to_json(st.planner->plan())},
-                         {"policy_state", st.planner->state()},
+    if (hosts_[r] == hosts_[rank]) return;
+  nlohmann::json meta = {{"identity", identity(config_, train_.n, subset_)},
+                         {"world", comm_.size()},
+                         {"next_epoch", results_.empty() ? 0 : results_.back().epoch + 1},
+                         {"plan", policy::to_json(planner_->plan())},
+                         {"policy_state", planner_->state()},
                          {"results", results},
                          {"written", log::timestamp()}};
   if (at != nullptr) {
@@ -231,9 +235,9 @@ void save_checkpoint(State& st, const Interrupted* at) {
   }
   const std::string js = meta.dump();
   std::ostringstream opt;
-  st.optimizer->save(opt);
+  optimizer_->save(opt);
   const std::string ob = opt.str();
-  const auto params = st.model->params();
+  const auto params = model_->params();
   std::string out(kMagic, sizeof kMagic);
   put(out, kVersion);
   put<std::uint64_t>(out, js.size());
@@ -242,13 +246,13 @@ void save_checkpoint(State& st, const Interrupted* at) {
   out.append(reinterpret_cast<const char*>(params.data()), params.size_bytes());
   put<std::uint64_t>(out, ob.size());
   out += ob;
-  std::filesystem::create_directories(st.config.checkpoint_dir);
-  write_file_atomic(path_of(st.config), out);
+  std::filesystem::create_directories(config_.checkpoint_dir);
+  write_file_atomic(path_of(config_), out);
 }
 
-Resumed load_checkpoint(State& st) {
-  const std::string path = path_of(st.config);
-  const int world = st.comm.size(), rank = st.comm.rank();
+Trainer::Resumed Trainer::load_checkpoint() {
+  const std::string path = path_of(config_);
+  const int world = comm_.size(), rank = comm_.rank();
   std::string bytes;
   Found mine;
   if (std::ifstream f{path, std::ios::binary}) {
@@ -261,67 +265,67 @@ Resumed load_checkpoint(State& st) {
     mine.size = bytes.size();
   }
   std::vector<Found> all(static_cast<std::size_t>(world));
-  st.comm.allgather_bytes(&mine, sizeof mine, all.data());
-  const int source = choose_source(st, all);
+  comm_.allgather_bytes(&mine, sizeof mine, all.data());
+  const int source = choose_source(config_.checkpoint_dir, hosts_, all);
   if (source < 0) {
-    if (rank == 0) log::info("--resume: no checkpoint in " + st.config.checkpoint_dir + " on any rank: starting afresh");
+    if (rank == 0) log::info("--resume: no checkpoint in " + config_.checkpoint_dir + " on any rank: starting afresh");
     return {0, world};
   }
   if (mine.next_epoch < 0)
-    log::warn("--resume: no checkpoint in " + st.config.checkpoint_dir + " on " + st.hosts[rank] +
+    log::warn("--resume: no checkpoint in " + config_.checkpoint_dir + " on " + hosts_[rank] +
               ": resuming from the copy of rank " + std::to_string(source) + " (" +
-              st.hosts[source] + ")");
+              hosts_[source] + ")");
   bytes.resize(all[source].size);
-  st.comm.broadcast_bytes(bytes.data(), bytes.size(), source);
+  comm_.broadcast_bytes(bytes.data(), bytes.size(), source);
   const std::string from = path + " of rank " + std::to_string(source);
   Parsed p = parse(from, bytes);
-  const nlohmann::json want = identity(st);
+  const nlohmann::json want = identity(config_, train_.n, subset_);
   if (p.meta.at("identity") != want)
     throw ConfigError(from + ": checkpoint is of another run: it has " + p.meta.at("identity").dump() +
                       ", this run is " + want.dump());
-  const auto params = st.model->params();
+  const auto params = model_->params();
   if (p.params.size() != params.size_bytes())
     throw InputError(from + ": " + std::to_string(p.params.size() / sizeof(float)) +
                      " parameters, the model has " + std::to_string(params.size()));
   std::memcpy(params.data(), p.params.data(), params.size_bytes());
   std::istringstream opt{std::string(p.optimizer)};
-  st.optimizer->load(opt);
+  optimizer_->load(opt);
   const auto next = p.meta.at("next_epoch").get<std::int64_t>();
   if (p.world == world) {
-    st.planner->set_state(policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
+    planner_->set_state(policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
                           p.meta.at("policy_state").get<std::vector<double>>());
   } else {
     // The plan and the policy's per-rank estimates are of the old ranks: start them afresh.
-    policy::Plan plan = st.planner->plan();
+    policy::Plan plan = planner_->plan();
     plan.epoch = next;
     plan.changed = true;
     plan.reason = "re-made for " + std::to_string(world) + " ranks on resume from a checkpoint of " +
                   std::to_string(p.world);
-    st.planner->set_state(plan, {});
+    planner_->set_state(plan, {});
     if (rank == 0)
       log::info("--resume: checkpoint of " + std::to_string(p.world) + " ranks resumed on " +
                 std::to_string(world) + ": parameters and optimizer state carried over, plan re-made");
   }
-  st.results.clear();
-  for (const auto& r : p.meta.at("results")) st.results.push_back(result_from(r));
+  results_.clear();
+  for (const auto& r : p.meta.at("results")) results_.push_back(result_from(r));
   std::string where = "epoch " + std::to_string(next + 1);
   if (const auto it = p.meta.find("interrupted"); it != p.meta.end()) {
     try {
-      st.resume_at = interrupted_from(*it, rank, world);
+      resume_at_ = interrupted_from(*it, rank, world);
     } catch (const nlohmann::json::exception& e) {
       throw InputError(from + ": bad \"interrupted\" in the checkpoint header: " + e.what());
     }
-    const std::int64_t steps = (static_cast<std::int64_t>(st.train.n) + st.config.global_batch - 1) /
-                               st.config.global_batch;
-    where += ", step " + std::to_string(st.resume_at->steps_done + 1) + " of " + std::to_string(steps);
+    const std::int64_t steps = (static_cast<std::int64_t>(train_.n) + config_.global_batch - 1) /
+                               config_.global_batch;
+    where += ", step " + std::to_string(resume_at_->steps_done + 1) + " of " + std::to_string(steps);
   }
   if (rank == 0) {
     const auto written = p.meta.find("written");
-    log::info("resumed from " + where + " (checkpoint " + st.config.checkpoint_dir + ", written " +
+    log::info("resumed from " + where + " (checkpoint " + config_.checkpoint_dir + ", written " +
               (written != p.meta.end() ? written->get<std::string>() : std::string("at a time not recorded")) +
               ")");
   }
   return {next, p.world};
 }
 
-}  // namespace dbs::train::detail
+}  // namespace dbs::train

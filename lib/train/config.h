@@ -23,7 +23,7 @@ struct Config : policy::Settings {
   int epochs = 5;                       // epochs to train (in total, counting resumed ones)
   std::string optimizer = "adam";       // sgd | adam | rmsprop
   optim::OptimizerConfig optim;         // momentum, betas, ...
-  optim::ScheduleConfig schedule;       // lr, scaling, warmup, decay (global_batch filled in)
+  optim::ScheduleConfig schedule;       // lr, scaling, warmup, decay (at Settings::global_batch)
   int threads = 0;                      // TBB threads per rank (0 = all available)
   std::uint64_t seed = 1;               // model init, shuffling, dropout
   std::size_t train_limit = 0;          // use the first N training samples (0 = all)
@@ -45,10 +45,9 @@ struct Config : policy::Settings {
                                         // parameter) | sharded (each rank its plan's slice)
   // Exchange the gradient in buckets during the backward pass (non-blocking MPI allreduce,
   // replicated update only): on | off | auto. auto: on where the ranks are on more than one host
-  // (the exchange crosses a network: 1.11x faster where a 200 Mbit/s link was the limit; on the
-  // cluster bed it halved the wait after the backward pass, the epoch within noise), off on one
-  // host (shared memory: no gain measured) and where the exchange cannot overlap (--update
-  // sharded, --allreduce ring). See resolve_overlap.
+  // (the exchange crosses a network, whose transfer time the backward pass can hide), off on one
+  // host (over shared memory the exchange is short and there is little to hide) and where the
+  // exchange cannot overlap (--update sharded, --allreduce ring). See resolve_overlap.
   std::string overlap = "auto";
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace

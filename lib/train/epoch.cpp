@@ -2,27 +2,20 @@
 //
 // Words: B global batch, S = ceil(N / B) steps, step s trains on the global batch
 // perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
-// plan (a short last step is split in the plan's proportions, policy::step_batch). The allreduced
-// buffer is
+// plan (a short last step is split in the plan's proportions, policy::step_batch). The buffer the
+// exchange sums over the ranks is
 //   [ gradient sums (P) | sample count | loss sum | stop | compute_s per rank (W)
 //     | samples per rank (W) | work_s per rank (W) ]
 // so every rank learns every rank's step time without another collective; the 3W per-rank slots
 // are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
-// A step's work time is the rank's own time between two allreduces (policy::CostPoint): the
+// A step's work time is the rank's own time between two exchanges (policy::CostPoint): the
 // previous step's optimizer update, gathering its slice and compute. On a rank whose cgroup's
 // CPU quota is below its threads it is the larger of that and the process CPU time of that work
-// divided by the quota (in cores): the step's time at the rate the quota sustains. Such a rank
-// given little work waits long enough between steps for its quota to refill and runs each step
-// at full speed; given more, it is throttled. Its wall work time is then a staircase in its batch
-// that made the plan swing between the two (README, three ranks under quotas).
-// With the sharded update (Config::update) the buffer's tail is allreduced on its own, the
-// gradient sums are reduce-scattered in the plan's slices (shard_counts), each rank updates its
-// slice, and the parameters are allgathered: the ring's two halves with the update between them.
-// With overlap (Config::overlap) the gradient goes in buckets of whole layers (gradient_buckets),
-// each started (non-blocking) as soon as the backward pass has finished its layers, the last
-// layers first, so most of the exchange runs while the first layers still compute; the tail
-// follows after the compute, and the step waits for all of them before the update.
+// divided by the quota (in cores): the step's time at the rate the quota sustains. A rank given
+// little work waits long enough between steps for its quota to refill and runs each step at full
+// speed; given more, it is throttled. Its wall work time alone would be a staircase in its batch
+// that makes the plan swing between the two.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -31,26 +24,25 @@
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/timer.h"
-#include "lib/policy/cost.h"
 #include "lib/data/sampler.h"
-#include "lib/nn/kernels.h"
 #include "lib/nn/threads.h"
+#include "lib/policy/cost.h"
 #include "lib/policy/steps.h"
-#include "lib/train/state.h"
+#include "lib/train/epoch.h"
+#include "lib/train/step_history.h"
 #include "lib/train/stop.h"
 
 namespace dbs::train::detail {
 namespace {
 
-// Rates of single steps: (samples / compute s, 1), for policy::median_rate.
-using Rates = std::vector<std::pair<double, std::int64_t>>;
+double process_cpu() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 // Times one phase of a step: wall and thread CPU from construction to stop().
 class PhaseClock {
  public:
   PhaseClock() : cpu0_(cpu_seconds()) {}
   // Adds the time since construction to phase; returns the wall seconds.
-  double stop(Phase& phase) const {
+  double stop(trace::Phase& phase) const {
     const double wall = wall_.seconds();
     phase.wall_s += wall;
     phase.cpu_s += cpu_seconds() - cpu0_;
@@ -62,288 +54,266 @@ class PhaseClock {
   double cpu0_;
 };
 
-// Every rank's compute time, sample count and work time of every step of the epoch (all ranks
-// know them from the shared buffer), and reports over a range of steps from them.
-struct StepHistory {
-  int world;
-  std::vector<float> time, count, work;  // step s, rank i at s * world + i
-  std::vector<policy::Report> reports(std::int64_t epoch, const policy::Plan& plan,
-                                      std::int64_t begin, std::int64_t end) const {
-    std::vector<policy::Report> out(static_cast<std::size_t>(world));
-    for (int i = 0; i < world; ++i) {
-      policy::Report& r = out[static_cast<std::size_t>(i)];
-      r.rank = i;
-      r.epoch = epoch;
-      r.batch = plan.batch[static_cast<std::size_t>(i)];
-      r.steps = end - begin;
-      Rates rates;
-      std::vector<std::pair<int, double>> steps;
-      double samples = 0;
-      for (std::int64_t s = begin; s < end; ++s) {
-        const auto at = static_cast<std::size_t>(s * world + i);
-        const double t = static_cast<double>(time[at]);
-        const double n = static_cast<double>(count[at]);
-        steps.emplace_back(static_cast<int>(n), static_cast<double>(work[at]));
-        samples += n;
-        r.compute_s += t;
-        if (n > 0 && t > 0) rates.emplace_back(n / t, 1);
-      }
-      r.samples = static_cast<std::int64_t>(samples);
-      r.step_rate_median = policy::median_rate(std::move(rates));
-      r.work = policy::cost_points(steps);
-    }
-    return out;
+// The step loop of one epoch; its members are what lives from one step to the next.
+class StepLoop {
+ public:
+  StepLoop(const EpochParts& parts, std::int64_t epoch, std::optional<Interrupted>& resume_at,
+           trace::Timing& timing);
+  EpochStats run();
+
+ private:
+  // This rank's part of step s: the step's global batch [g0, g0 + gn) of the permutation and
+  // this rank's slice [g0 + offset, g0 + offset + count) of it.
+  struct Slice {
+    std::int64_t g0 = 0;
+    int gn = 0, offset = 0, count = 0;
+  };
+  struct Computed {
+    double loss = 0;       // summed over the slice
+    double compute_s = 0;  // wall seconds, injected slowdown included
+  };
+
+  double epoch_progress(std::int64_t s) const {
+    return static_cast<double>(epoch_) + static_cast<double>(s) / static_cast<double>(steps_);
   }
+  Slice slice_of(std::int64_t s) const;
+  double gather(const Slice& slice);  // returns wall seconds
+  Computed compute(const Slice& slice, double t);
+  void fill_tail(const Slice& slice, const Computed& c, double work_s);
+  void exchange_and_update(const Slice& slice, double lr);
+  void account(const Slice& slice, const Computed& c, double gather_s, double work_cpu);
+  void replan(std::int64_t s);
+  EpochStats finish();
+
+  // Seconds of work at the rank's sustained rate: wall, or CPU / quota when held below threads.
+  double sustained(double wall_s, double cpu_s) const {
+    return held_to_ > 0 ? std::max(wall_s, cpu_s / held_to_) : wall_s;
+  }
+
+  const EpochParts& p_;
+  const std::int64_t epoch_;
+  const int world_, rank_;
+  const std::int64_t n_train_;
+  const int B_;
+  const std::int64_t steps_;
+  const std::size_t P_, px_;
+  const bool replans_;
+  const std::vector<std::int64_t> perm_;
+  std::vector<float> buf_;
+  float* time_slot_ = nullptr;   // the per-rank slots of buf_ (rebalance_every only)
+  float* count_slot_ = nullptr;
+  float* work_slot_ = nullptr;
+  std::vector<float> x_;
+  std::vector<std::int32_t> labels_;
+  std::vector<std::int64_t> ids_;
+  nn::Context ctx_;
+  EpochStats es_;
+  std::vector<std::pair<double, std::int64_t>> my_rates_;  // (samples / compute s, 1) per step
+  std::vector<std::pair<int, double>> my_work_;            // (samples, work s) per step
+  StepHistory history_;
+  std::int64_t first_step_ = 0;
+  std::int64_t window_start_ = 0;  // first step since the last re-plan
+  trace::Timing& tm_;
+  std::optional<CpuQuota> quota0_;
+  double process_cpu0_ = 0;
+  double held_to_ = 0;     // cores of the quota when it is below the rank's threads (else 0)
+  double update_s_ = 0;    // wall seconds of the previous step's optimizer update
+  double update_cpu_ = 0;  // its process CPU seconds
+  double wall_before_ = 0; // wall seconds of the epoch before a resumed checkpoint
 };
 
-// A bucket of the overlapped gradient exchange: parameters [begin, end), the whole layers from
-// `layer` on up to the next bucket; started when the backward of `layer` is done.
-struct Bucket {
-  std::size_t layer, begin, end;
-};
+StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
+                   std::optional<Interrupted>& resume_at, trace::Timing& timing)
+    : p_(parts),
+      epoch_(epoch),
+      world_(parts.comm.size()),
+      rank_(parts.comm.rank()),
+      n_train_(static_cast<std::int64_t>(parts.train.n)),
+      B_(parts.config.global_batch),
+      steps_((n_train_ + B_ - 1) / B_),
+      P_(parts.model.param_count()),
+      px_(parts.train.pixels()),
+      replans_(parts.config.rebalance_every > 0),
+      perm_(data::EpochSampler(parts.train.n, parts.config.seed)
+                .permutation(static_cast<std::uint64_t>(epoch))),
+      buf_(P_ + 3 + (replans_ ? 3 * static_cast<std::size_t>(world_) : 0)),
+      x_(static_cast<std::size_t>(B_) * px_),
+      labels_(static_cast<std::size_t>(B_)),
+      ids_(static_cast<std::size_t>(B_)),
+      history_{world_, {}, {}, {}},
+      tm_(timing) {
+  if (replans_) {
+    time_slot_ = buf_.data() + P_ + 3;
+    count_slot_ = time_slot_ + world_;
+    work_slot_ = count_slot_ + world_;
+  }
+  ctx_.training = true;
+  ctx_.seed = parts.config.seed;
+  ctx_.epoch = static_cast<std::uint64_t>(epoch);
+  ctx_.sample_ids = ids_.data();
+  if (resume_at && resume_at->epoch == epoch) {  // continue an interrupted epoch
+    first_step_ = resume_at->steps_done;
+    es_ = resume_at->stats;
+    es_.stopped_after = -1;
+    es_.continued = true;
+    history_.skip(first_step_);
+    resume_at.reset();
+  }
+  window_start_ = first_step_;
+  wall_before_ = es_.wall_s;
+  tm_ = trace::Timing{};
+  quota0_ = read_cpu_quota();
+  process_cpu0_ = process_cpu();
+  const int threads = parts.config.threads > 0 ? parts.config.threads : nn::available_threads();
+  if (quota0_ && quota0_->cores > 0 && quota0_->cores + 1e-6 < threads) held_to_ = quota0_->cores;
+}
 
-// Last layers first, each bucket at least kBucketFloats parameters (the first layers' remainder
-// may be fewer). The same on every rank: it depends on the model only. cnn: 4 buckets, the dense
-// layers' 101,110 and 257,000, conv3's 295,168, conv1 + conv2's 37,312.
-std::vector<Bucket> gradient_buckets(const nn::Model& model) {
-  constexpr std::size_t kBucketFloats = std::size_t{1} << 16;  // 256 KiB
-  std::vector<Bucket> out;
-  std::size_t end = model.param_count();
-  for (std::size_t i = model.layer_count(); i-- > 0;) {
-    const std::size_t begin = model.param_offset(i);
-    if (end - begin >= kBucketFloats || (i == 0 && end > begin)) {
-      out.push_back({i, begin, end});
-      end = begin;
+EpochStats StepLoop::run() {
+  Progress progress(rank_ == 0 && p_.config.progress, epoch_, steps_);
+  const Stopwatch wall;
+  for (std::int64_t s = first_step_; s < steps_; ++s) {
+    const double t = epoch_progress(s);
+    p_.disturber.update(t);
+    const Slice slice = slice_of(s);
+    const double work_cpu0 = process_cpu();
+    const double gather_s = gather(slice);
+    const Computed c = compute(slice, t);
+    const double work_cpu = process_cpu() - work_cpu0;  // gather + compute
+    // The update of the step before, gathering and compute (sleep included).
+    fill_tail(slice, c, sustained(update_s_ + gather_s + c.compute_s, update_cpu_ + work_cpu));
+    exchange_and_update(slice, optim::learning_rate(p_.config.schedule, B_, t));
+    account(slice, c, gather_s, work_cpu);
+    if (replans_ && (s + 1) % p_.config.rebalance_every == 0 && s + 1 < steps_) replan(s);
+    progress.update(s + 1, static_cast<double>(es_.samples) / (wall_before_ + wall.seconds()));
+    if (buf_[P_ + 2] > 0.0f && s + 1 < steps_) {  // a rank had a stop signal
+      es_.stopped_after = s + 1;
+      break;
     }
   }
+  es_.wall_s = wall_before_ + wall.seconds();
+  return finish();
+}
+
+StepLoop::Slice StepLoop::slice_of(std::int64_t s) const {
+  Slice out;
+  out.g0 = s * B_;
+  out.gn = static_cast<int>(std::min<std::int64_t>(B_, n_train_ - out.g0));
+  const std::vector<int> split = policy::step_batch(p_.planner.plan(), out.gn);
+  out.count = split[static_cast<std::size_t>(rank_)];
+  out.offset = std::accumulate(split.begin(), split.begin() + rank_, 0);
   return out;
+}
+
+double StepLoop::gather(const Slice& slice) {
+  const PhaseClock clock;
+  for (int j = 0; j < slice.count; ++j) {
+    const std::int64_t idx = perm_[static_cast<std::size_t>(slice.g0 + slice.offset + j)];
+    std::copy_n(p_.train.image(static_cast<std::size_t>(idx)), px_, x_.data() + j * px_);
+    labels_[j] = p_.train.labels[static_cast<std::size_t>(idx)];
+    ids_[j] = idx;
+  }
+  return clock.stop(tm_.gather);
+}
+
+StepLoop::Computed StepLoop::compute(const Slice& slice, double t) {
+  const PhaseClock clock;
+  const Stopwatch cw;
+  Computed out;
+  out.loss = p_.exchange.compute(x_.data(), labels_.data(), slice.count, ctx_, buf_);
+  const double extra = p_.disturber.sleep_for(t, cw.seconds());
+  if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+  out.compute_s = cw.seconds();
+  clock.stop(tm_.compute);
+  tm_.sleep_s += std::max(0.0, extra);
+  return out;
+}
+
+void StepLoop::fill_tail(const Slice& slice, const Computed& c, double work_s) {
+  buf_[P_] = static_cast<float>(slice.count);
+  buf_[P_ + 1] = static_cast<float>(c.loss);
+  buf_[P_ + 2] = stop_signal() != 0 ? 1.0f : 0.0f;
+  if (replans_) {
+    std::fill(time_slot_, time_slot_ + 3 * world_, 0.0f);  // the sums of the step before
+    time_slot_[rank_] = static_cast<float>(c.compute_s);
+    count_slot_[rank_] = static_cast<float>(slice.count);
+    work_slot_[rank_] = static_cast<float>(work_s);
+  }
+}
+
+void StepLoop::exchange_and_update(const Slice& slice, double lr) {
+  Exchange& ex = p_.exchange;
+  ex.prepare(p_.planner.plan());
+  {
+    const PhaseClock clock;
+    ex.reduce(buf_);
+    es_.report.comm_s += clock.stop(tm_.allreduce);
+  }
+  DBS_CHECK_EQ(static_cast<int>(buf_[P_]), slice.gn);
+  {
+    const PhaseClock clock;
+    const double cpu0 = process_cpu();
+    ex.update(std::span<const float>(buf_.data(), P_), lr, 1.0 / static_cast<double>(buf_[P_]));
+    update_s_ = clock.stop(tm_.update);
+    update_cpu_ = process_cpu() - cpu0;
+  }
+  if (ex.shares_parameters()) {
+    const PhaseClock clock;
+    ex.share();
+    es_.report.comm_s += clock.stop(tm_.allreduce);
+  }
+}
+
+void StepLoop::account(const Slice& slice, const Computed& c, double gather_s, double work_cpu) {
+  es_.loss_sum += static_cast<double>(buf_[P_ + 1]);
+  es_.samples += slice.gn;
+  es_.report.samples += slice.count;
+  es_.report.compute_s += c.compute_s;
+  if (slice.count > 0 && c.compute_s > 0) my_rates_.emplace_back(slice.count / c.compute_s, 1);
+  my_work_.emplace_back(slice.count, sustained(gather_s + c.compute_s + update_s_,
+                                               work_cpu + update_cpu_));
+  tm_.busy_s += my_work_.back().second;
+  if (replans_) history_.add(time_slot_, count_slot_, work_slot_);
+}
+
+void StepLoop::replan(std::int64_t s) {
+  const auto window = history_.reports(epoch_, p_.planner.plan(), window_start_, s + 1);
+  if (const auto re = p_.planner.rebalance(window)) {
+    ++es_.replans;
+    if (p_.trace) p_.trace->write(trace::plan_record(re->plan, s + 1, re->source));
+  }
+  window_start_ = s + 1;
+}
+
+EpochStats StepLoop::finish() {
+  tm_.wall_s = es_.wall_s;
+  tm_.steps = steps_;
+  tm_.process_cpu_s = process_cpu() - process_cpu0_;
+  if (const std::optional<CpuQuota> q = read_cpu_quota(); q && quota0_) {
+    tm_.quota_cores = q->cores;
+    tm_.nr_throttled = q->nr_throttled - quota0_->nr_throttled;
+    tm_.throttled_s = q->throttled_s - quota0_->throttled_s;
+  }
+  p_.disturber.update(static_cast<double>(epoch_ + 1));
+  es_.report.rank = rank_;
+  es_.report.epoch = epoch_;
+  es_.report.batch = p_.planner.plan().batch[rank_];
+  es_.report.steps = steps_;
+  es_.report.step_rate_median = policy::median_rate(std::move(my_rates_));
+  es_.report.work = policy::cost_points(my_work_);
+  // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
+  // whole epoch (whose median may still describe the time before a change).
+  if (replans_) {
+    const std::int64_t from = std::max<std::int64_t>(first_step_, steps_ - p_.config.rebalance_every);
+    es_.plan_reports = history_.reports(epoch_, p_.planner.plan(), from, steps_);
+  }
+  return std::move(es_);
 }
 
 }  // namespace
 
-EpochStats run_epoch(State& st, std::int64_t epoch) {
-  const Config& cfg = st.config;
-  const int world = st.comm.size(), rank = st.comm.rank();
-  const std::int64_t n_train = static_cast<std::int64_t>(st.train.n);
-  const int B = cfg.global_batch;
-  const std::int64_t steps = (n_train + B - 1) / B;
-  const std::size_t P = st.model->param_count();
-  const std::size_t px = st.train.pixels();
-  const std::vector<std::int64_t> perm =
-      data::EpochSampler(st.train.n, cfg.seed).permutation(static_cast<std::uint64_t>(epoch));
-
-  const bool replans = cfg.rebalance_every > 0;
-  const bool sharded = cfg.update == "sharded";
-  const bool overlap = st.overlap;
-  const std::vector<Bucket> buckets = overlap ? gradient_buckets(*st.model) : std::vector<Bucket>{};
-  std::vector<float> buf(P + 3 + (replans ? 3 * static_cast<std::size_t>(world) : 0));
-  float* const time_slot = replans ? buf.data() + P + 3 : nullptr;
-  float* const count_slot = replans ? time_slot + world : nullptr;
-  float* const work_slot = replans ? count_slot + world : nullptr;
-  std::vector<float> x(static_cast<std::size_t>(B) * px);
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(B));
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(B));
-  nn::Context ctx;
-  ctx.training = true;
-  ctx.seed = cfg.seed;
-  ctx.epoch = static_cast<std::uint64_t>(epoch);
-  ctx.sample_ids = ids.data();
-
-  EpochStats es;
-  Rates my_rates;
-  std::vector<std::pair<int, double>> my_work;  // (b, work s) per step
-  StepHistory history{world, {}, {}, {}};
-  std::int64_t first_step = 0;
-  if (st.resume_at && st.resume_at->epoch == epoch) {  // continue an interrupted epoch
-    first_step = st.resume_at->steps_done;
-    es = st.resume_at->stats;
-    es.stopped_after = -1;
-    es.continued = true;
-    history.time.assign(static_cast<std::size_t>(first_step * world), 0.0f);
-    history.count = history.time;
-    history.work = history.time;
-    st.resume_at.reset();
-  }
-  EpochTiming& tm = st.timing;
-  tm = EpochTiming{};
-  const std::optional<CpuQuota> quota0 = read_cpu_quota();
-  const double process_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-  // Cores of the quota when it is below the rank's threads (work times at its sustained rate).
-  const int threads = cfg.threads > 0 ? cfg.threads : nn::available_threads();
-  const double held_to = quota0 && quota0->cores > 0 && quota0->cores + 1e-6 < threads ? quota0->cores : 0.0;
-  const auto sustained = [held_to](double wall_s, double cpu_s) {
-    return held_to > 0 ? std::max(wall_s, cpu_s / held_to) : wall_s;
-  };
-  double update_s = 0;    // wall seconds of the previous step's optimizer update
-  double update_cpu = 0;  // its process CPU seconds
-  std::int64_t window_start = first_step;  // first step since the last re-plan
-  const double wall_before = es.wall_s;
-  Progress progress(rank == 0 && cfg.progress, epoch, steps);
-  Stopwatch wall;
-  for (std::int64_t s = first_step; s < steps; ++s) {
-    const double t = static_cast<double>(epoch) + static_cast<double>(s) / static_cast<double>(steps);
-    st.disturber->update(t);
-    const std::int64_t g0 = s * B;
-    const int gn = static_cast<int>(std::min<std::int64_t>(B, n_train - g0));
-    const std::vector<int> split = policy::step_batch(st.planner->plan(), gn);
-    const int lb = split[static_cast<std::size_t>(rank)];
-    const int lo = std::accumulate(split.begin(), split.begin() + rank, 0);
-    const double work_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    const PhaseClock gather;
-    for (int j = 0; j < lb; ++j) {
-      const std::int64_t idx = perm[static_cast<std::size_t>(g0 + lo + j)];
-      std::copy_n(st.train.image(static_cast<std::size_t>(idx)), px, x.data() + j * px);
-      labels[j] = st.train.labels[static_cast<std::size_t>(idx)];
-      ids[j] = idx;
-    }
-    const double gather_s = gather.stop(tm.gather);
-    const PhaseClock compute;
-    Stopwatch cw;
-    double loss = 0.0;
-    if (lb == 0) std::fill_n(buf.begin(), P, 0.0f);
-    if (overlap) {
-      std::size_t next = 0;  // the next bucket to start
-      const auto start_ready = [&](std::size_t layer) {
-        for (; next < buckets.size() && buckets[next].layer >= layer; ++next) {
-          const Bucket& k = buckets[next];
-          const auto g = st.model->grads().subspan(k.begin, k.end - k.begin);
-          if (lb > 0) std::copy(g.begin(), g.end(), buf.begin() + static_cast<std::ptrdiff_t>(k.begin));
-          st.comm.start_allreduce_sum(std::span<float>(buf).subspan(k.begin, k.end - k.begin));
-        }
-        st.comm.progress();
-      };
-      if (lb > 0) loss = st.model->loss_and_grads(x.data(), labels.data(), lb, ctx, nullptr, start_ready);
-      start_ready(0);  // all of them when this rank computed nothing
-    } else if (lb > 0) {
-      loss = st.model->loss_and_grads(x.data(), labels.data(), lb, ctx);
-      std::copy(st.model->grads().begin(), st.model->grads().end(), buf.begin());
-    }
-    const double extra = st.disturber->sleep_for(t, cw.seconds());
-    if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
-    const double compute_s = cw.seconds();
-    compute.stop(tm.compute);
-    tm.sleep_s += std::max(0.0, extra);
-    const double work_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - work_cpu0;  // gather + compute
-    // The update of the step before, gathering and compute (sleep included).
-    const double work_s = sustained(update_s + gather_s + compute_s, update_cpu + work_cpu);
-    buf[P] = static_cast<float>(lb);
-    buf[P + 1] = static_cast<float>(loss);
-    buf[P + 2] = stop_signal() != 0 ? 1.0f : 0.0f;
-    if (replans) {
-      std::fill(time_slot, time_slot + 3 * world, 0.0f);  // the sums of the step before
-      time_slot[rank] = static_cast<float>(compute_s);
-      count_slot[rank] = static_cast<float>(lb);
-      work_slot[rank] = static_cast<float>(work_s);
-    }
-
-    const double lr = optim::learning_rate(cfg.schedule, t);
-    if (sharded) {  // the sums of the tail, then the gradient's halves around this rank's update
-      const std::vector<std::size_t> counts = shard_counts(st.planner->plan().batch, P);
-      if (counts != st.shards) gather_optimizer_state(st);  // the slices move with the plan
-      const PhaseClock reduce;
-      st.comm.allreduce_sum(std::span<float>(buf).subspan(P));
-      st.comm.reduce_scatter_sum(std::span<float>(buf.data(), P), counts);
-      es.report.comm_s += reduce.stop(tm.allreduce);
-      st.shards = counts;
-      DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
-      const std::size_t begin = shard_begin(counts, rank);
-      const PhaseClock update;
-      const double update_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-      st.optimizer->step_range(st.model->params(), std::span<const float>(buf.data(), P), lr,
-                               1.0 / static_cast<double>(buf[P]), begin,
-                               begin + counts[static_cast<std::size_t>(rank)]);
-      update_s = update.stop(tm.update);
-      update_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - update_cpu0;
-      const PhaseClock share;
-      st.comm.allgather_segments(st.model->params(), counts);
-      es.report.comm_s += share.stop(tm.allreduce);
-    } else {
-      const PhaseClock reduce;
-      if (overlap) {  // the gradient's buckets are under way since the backward
-        st.comm.start_allreduce_sum(std::span<float>(buf).subspan(P));
-        st.comm.finish();
-      } else {
-        st.comm.allreduce_sum(buf);
-      }
-      es.report.comm_s += reduce.stop(tm.allreduce);
-      DBS_CHECK_EQ(static_cast<int>(buf[P]), gn);
-      const PhaseClock update;
-      const double update_cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-      st.optimizer->step(st.model->params(), std::span<const float>(buf.data(), P), lr,
-                         1.0 / static_cast<double>(buf[P]));
-      update_s = update.stop(tm.update);
-      update_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - update_cpu0;
-    }
-
-    es.loss_sum += static_cast<double>(buf[P + 1]);
-    es.samples += gn;
-    es.report.samples += lb;
-    es.report.compute_s += compute_s;
-    if (lb > 0 && compute_s > 0) my_rates.emplace_back(lb / compute_s, 1);
-    my_work.emplace_back(lb, sustained(gather_s + compute_s + update_s, work_cpu + update_cpu));
-    tm.busy_s += my_work.back().second;
-    if (replans) {
-      history.time.insert(history.time.end(), time_slot, time_slot + world);
-      history.count.insert(history.count.end(), count_slot, count_slot + world);
-      history.work.insert(history.work.end(), work_slot, work_slot + world);
-    }
-    if (replans && (s + 1) % cfg.rebalance_every == 0 && s + 1 < steps) {
-      const auto window = history.reports(epoch, st.planner->plan(), window_start, s + 1);
-      if (const auto re = st.planner->rebalance(window)) {
-        ++es.replans;
-        if (st.trace) st.trace->write(trace::plan_record(re->plan, s + 1, re->source));
-      }
-      window_start = s + 1;
-    }
-    progress.update(s + 1, static_cast<double>(es.samples) / (wall_before + wall.seconds()));
-    if (buf[P + 2] > 0.0f && s + 1 < steps) {
-      es.stopped_after = s + 1;
-      break;
-    }
-  }
-  es.wall_s = wall_before + wall.seconds();
-  tm.wall_s = es.wall_s;
-  tm.steps = steps;
-  tm.process_cpu_s = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0;
-  if (const std::optional<CpuQuota> q = read_cpu_quota(); q && quota0) {
-    tm.quota_cores = q->cores;
-    tm.nr_throttled = q->nr_throttled - quota0->nr_throttled;
-    tm.throttled_s = q->throttled_s - quota0->throttled_s;
-  }
-  st.disturber->update(static_cast<double>(epoch + 1));
-  es.report.rank = rank;
-  es.report.epoch = epoch;
-  es.report.batch = st.planner->plan().batch[rank];
-  es.report.steps = steps;
-  es.report.step_rate_median = policy::median_rate(std::move(my_rates));
-  es.report.work = policy::cost_points(my_work);
-  // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
-  // whole epoch (whose median may still describe the time before a change).
-  if (replans) {
-    const std::int64_t from = std::max<std::int64_t>(first_step, steps - cfg.rebalance_every);
-    es.plan_reports = history.reports(epoch, st.planner->plan(), from, steps);
-  }
-  return es;
-}
-
-std::pair<double, double> evaluate(State& st) {
-  constexpr int kBatch = 256;
-  const int world = st.comm.size(), rank = st.comm.rank();
-  const std::size_t n = st.test.n;
-  const std::size_t begin = n * rank / world, end = n * (rank + 1) / world;
-  nn::Context ctx;  // inference: no dropout
-  double sums[2] = {0.0, 0.0};  // loss, correct
-  for (std::size_t i = begin; i < end; i += kBatch) {
-    const int m = static_cast<int>(std::min<std::size_t>(kBatch, end - i));
-    const nn::Tensor& logits = st.model->forward(st.test.image(i), m, ctx);
-    int correct = 0;
-    sums[0] += nn::fast::softmax_xent(m, st.model->classes(), logits.ptr(),
-                                      st.test.labels.data() + i, nullptr, &correct);
-    sums[1] += correct;
-  }
-  st.comm.allreduce_sum(std::span<double>(sums, 2));
-  const double total = static_cast<double>(std::max<std::size_t>(n, 1));
-  return {sums[0] / total, sums[1] / total};
+EpochStats run_epoch(const EpochParts& parts, std::int64_t epoch,
+                     std::optional<Interrupted>& resume_at, trace::Timing& timing) {
+  return StepLoop(parts, epoch, resume_at, timing).run();
 }
 
 }  // namespace dbs::train::detail

@@ -4,10 +4,10 @@
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
-#include "lib/train/state.h"
+#include "lib/train/trainer.h"
 #include "lib/train/stop.h"
 
-namespace dbs::train::detail {
+namespace dbs::train {
 namespace {
 
 std::string joined(const std::vector<int>& v) {
@@ -47,39 +47,39 @@ nlohmann::json epoch_json(const EpochResult& r) {
 
 }  // namespace
 
-nlohmann::json config_json(const State& st) {
-  const Config& c = st.config;
+nlohmann::json Trainer::config_json() const {
+  const Config& c = config_;
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
-  return trace::run_config(settings_of(c, st.train.n), st.comm.size(),
+  return trace::run_config(settings_of(c, train_.n), comm_.size(),
                            {{"model", c.model},
-                            {"params", st.model->param_count()},
-                            {"hosts", st.hosts},
+                            {"params", model_->param_count()},
+                            {"hosts", hosts_},
                             {"threads", c.threads},
                             {"epochs", c.epochs},
                             {"optimizer", c.optimizer},
                             {"lr", c.schedule.base_lr},
                             {"seed", c.seed},
-                            {"test_samples", st.test.n},
-                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", st.waiting}, {"update", c.update}, {"overlap", st.overlap},
-                            {"train_subset", st.subset},
+                            {"test_samples", test_.n},
+                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", waiting_}, {"update", c.update}, {"overlap", overlap_},
+                            {"train_subset", subset_},
                             {"disturb", dist}});
 }
 
-void print_header(const State& st) {
-  const Config& c = st.config;
+void Trainer::print_header() const {
+  const Config& c = config_;
   const std::string threads = c.threads > 0 ? std::to_string(c.threads) : "all";
   std::printf("dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
               "policy %s, %zu train / %zu test samples\n",
-              c.model.c_str(), st.model->param_count(), st.comm.size(), threads.c_str(),
+              c.model.c_str(), model_->param_count(), comm_.size(), threads.c_str(),
               c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, c.policy.c_str(),
-              st.train.n, st.test.n);
+              train_.n, test_.n);
   std::printf("%5s %8s %8s %6s %8s %10s %9s %8s  %-16s %s\n", "epoch", "wall_s", "ideal_s", "eff",
               "img/s", "train_loss", "test_loss", "test_acc", "batch/rank", "img/s/rank");
   std::fflush(stdout);
 }
 
-void print_epoch(const State&, const EpochResult& r) {
+void Trainer::print_epoch(const EpochResult& r) const {
   std::printf("%5lld %8.2f %8.2f %5.1f%% %8.0f %10.4f %9.4f %7.2f%%  %-16s %s%s\n",
               static_cast<long long>(r.epoch + 1), r.wall_s, r.ideal_s, 100.0 * r.efficiency,
               r.images_per_s, r.train_loss, r.test_loss, 100.0 * r.test_acc,
@@ -88,23 +88,23 @@ void print_epoch(const State&, const EpochResult& r) {
   std::fflush(stdout);
 }
 
-void write_summary(const State& st, const RunResult& result) {
+void Trainer::write_summary(const RunResult& result) const {
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& r : result.epochs) epochs.push_back(epoch_json(r));
-  nlohmann::json j = {{"config", config_json(st)},   {"epochs", epochs},
+  nlohmann::json j = {{"config", config_json()},   {"epochs", epochs},
                       {"test_acc", result.test_acc}, {"test_loss", result.test_loss},
                       {"param_l2", result.param_l2}, {"param_sum", result.param_sum}};
   if (result.stop_signal != 0)
     j["stopped"] = {{"signal", signal_name(result.stop_signal)},
                     {"epoch", result.stop_epoch},
                     {"step", result.stop_step}};
-  write_file_atomic(st.config.summary_path, j.dump(2) + "\n");
+  write_file_atomic(config_.summary_path, j.dump(2) + "\n");
 }
 
-Progress::Progress(bool enabled, std::int64_t epoch, std::int64_t steps)
+detail::Progress::Progress(bool enabled, std::int64_t epoch, std::int64_t steps)
     : enabled_(enabled), epoch_(epoch), steps_(steps) {}
 
-void Progress::update(std::int64_t step, double images_per_s) {
+void detail::Progress::update(std::int64_t step, double images_per_s) {
   if (!enabled_) return;
   const double frac = static_cast<double>(step) / static_cast<double>(steps_);
   if (step != steps_ && frac - last_ < 0.01) return;
@@ -118,8 +118,8 @@ void Progress::update(std::int64_t step, double images_per_s) {
   std::fflush(stdout);
 }
 
-Progress::~Progress() {
+detail::Progress::~Progress() {
   if (enabled_) std::printf("\r%*s\r", 100, "");
 }
 
-}  // namespace dbs::train::detail
+}  // namespace dbs::train

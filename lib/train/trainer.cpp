@@ -11,7 +11,6 @@
 #include "lib/data/subset.h"
 #include "lib/nn/model.h"
 #include "lib/train/metrics.h"
-#include "lib/train/state.h"
 #include "lib/train/stop.h"
 
 namespace dbs::train {
@@ -19,7 +18,6 @@ namespace {
 
 using detail::EpochStats;
 using detail::Interrupted;
-using detail::State;
 
 // FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
 std::uint64_t fingerprint(const policy::Plan& plan, std::span<const float> params) {
@@ -48,11 +46,6 @@ std::vector<policy::Report> gather_reports(comm::Communicator& comm, const polic
   return all;
 }
 
-void trace_disturbances(State& st, std::int64_t epoch) {
-  for (const auto& d : st.config.disturbances)
-    if (d.overlaps(epoch)) st.trace->write(trace::disturbance_record(d, epoch));
-}
-
 // Whether any rank has had a stop signal (a collective: the ranks agree at an epoch's end).
 bool any_stop(comm::Communicator& comm) {
   double flag = stop_signal() != 0 ? 1.0 : 0.0;
@@ -71,43 +64,16 @@ int agreed_signal(comm::Communicator& comm) {
   return 0;
 }
 
-// What a checkpoint of the stopped epoch keeps: every rank's figures so far, rank 0's wall time.
-Interrupted interrupted(State& st, std::int64_t epoch, const EpochStats& es) {
-  Interrupted at;
-  at.epoch = epoch;
-  at.steps_done = es.stopped_after;
-  at.stats = es;
-  at.reports = gather_reports(st.comm, es.report);
-  double wall = st.comm.rank() == 0 ? es.wall_s : 0.0;
-  st.comm.allreduce_sum(std::span<double>(&wall, 1));
-  at.stats.wall_s = wall;
-  return at;
-}
-
 data::Dataset take(data::Dataset&& d, std::size_t limit) {
   return limit == 0 || limit >= d.n ? std::move(d) : d.head(limit);
 }
 
-// Replaces st.train by the samples of config.train_subset (every rank reads the file and checks
-// that all ranks hold the same subset) and records its identity for the trace.
-void apply_subset(State& st) {
-  const std::string& path = st.config.train_subset;
-  if (path.empty()) return;
-  const data::Subset s = data::read_subset(path);
-  data::check_subset_matches(s, st.train, path);
-  const std::string hash = data::subset_hash(s);
-  std::vector<char> all(17 * static_cast<std::size_t>(st.comm.size()));
-  char mine[17] = {};
-  std::memcpy(mine, hash.c_str(), 16);
-  st.comm.allgather_bytes(mine, sizeof mine, all.data());
-  for (int r = 0; r < st.comm.size(); ++r)
-    if (std::string(all.data() + 17 * r) != hash)
-      throw CheckError("--train-subset " + path + ": rank " + std::to_string(r) +
-                       " read a subset with hash " + std::string(all.data() + 17 * r) +
-                       ", this rank " + hash);
-  st.subset = {{"path", path}, {"hash", hash}, {"method", s.method}, {"count", s.indices.size()},
-               {"of", st.train.n}};
-  st.train = data::select(st.train, s.indices);
+// The ideal time of an epoch: `samples` samples computed by ranks of these throughputs
+// (samples / compute second) with no waiting, N / sum of v_i (0 when no rank has a rate).
+double ideal_epoch_s(double samples, std::span<const double> throughput) {
+  double sum_v = 0.0;
+  for (const double v : throughput) sum_v += v;
+  return sum_v > 0 ? samples / sum_v : 0.0;
 }
 
 }  // namespace
@@ -126,125 +92,190 @@ void validate(const Config& c, int world, std::size_t n_train) {
                         std::to_string(world) + " ranks");
 }
 
-RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
-              planner::Planner* planner) {
-  const int world = comm.size(), rank = comm.rank();
-  State st{cfg, comm, take(std::move(data.train), cfg.train_limit),
-           take(std::move(data.test), cfg.test_limit), nullptr, nullptr, planner, nullptr, nullptr,
-           nullptr, {}, {}, {}, {}, {}, {}, {}, {}, {}};
-  apply_subset(st);
-  validate(cfg, world, st.train.n);
-  st.model = nn::make_model(cfg.model, {1, st.train.rows, st.train.cols}, st.train.classes, cfg.seed);
-  st.optimizer = optim::make_optimizer(cfg.optimizer, st.model->param_count(), cfg.optim);
-  if (st.planner == nullptr) {
-    st.own_planner = std::make_unique<planner::Embedded>(settings_of(cfg, st.train.n), world);
-    st.planner = st.own_planner.get();
+Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
+                 planner::Planner* planner)
+    : config_(cfg),
+      comm_(comm),
+      train_(take(std::move(data.train), cfg.train_limit)),
+      test_(take(std::move(data.test), cfg.test_limit)),
+      planner_(planner) {
+  const int world = comm.size();
+  apply_subset();
+  validate(cfg, world, train_.n);
+  model_ = nn::make_model(cfg.model, {1, train_.rows, train_.cols}, train_.classes, cfg.seed);
+  optimizer_ = optim::make_optimizer(cfg.optimizer, model_->param_count(), cfg.optim);
+  if (planner_ == nullptr) {
+    own_planner_ = std::make_unique<planner::Embedded>(settings_of(cfg, train_.n), world);
+    planner_ = own_planner_.get();
   }
-  st.hosts = comm::gather_strings(comm, comm.host());
-  st.waiting = comm::gather_strings(comm, comm.waiting());
-  st.overlap = resolve_overlap(cfg, st.hosts);
-  st.disturber = std::make_unique<Disturber>(cfg.disturbances, rank, std::max(1, cfg.threads));
+  hosts_ = comm::gather_strings(comm, comm.host());
+  waiting_ = comm::gather_strings(comm, comm.waiting());
+  overlap_ = resolve_overlap(cfg, hosts_);
+  exchange_ = make_exchange(cfg, overlap_, comm, *model_, *optimizer_);
+  disturber_ = std::make_unique<Disturber>(cfg.disturbances, comm.rank(), std::max(1, cfg.threads));
+}
 
-  const detail::Resumed resumed = cfg.resume ? detail::load_checkpoint(st) : detail::Resumed{0, world};
+// Replaces train_ by the samples of config_.train_subset (every rank reads the file and checks
+// that all ranks hold the same subset) and records its identity for the trace.
+void Trainer::apply_subset() {
+  const std::string& path = config_.train_subset;
+  if (path.empty()) return;
+  const data::Subset s = data::read_subset(path);
+  data::check_subset_matches(s, train_, path);
+  const std::string hash = data::subset_hash(s);
+  std::vector<char> all(17 * static_cast<std::size_t>(comm_.size()));
+  char mine[17] = {};
+  std::memcpy(mine, hash.c_str(), 16);
+  comm_.allgather_bytes(mine, sizeof mine, all.data());
+  for (int r = 0; r < comm_.size(); ++r)
+    if (std::string(all.data() + 17 * r) != hash)
+      throw CheckError("--train-subset " + path + ": rank " + std::to_string(r) +
+                       " read a subset with hash " + std::string(all.data() + 17 * r) +
+                       ", this rank " + hash);
+  subset_ = {{"path", path}, {"hash", hash}, {"method", s.method}, {"count", s.indices.size()},
+             {"of", train_.n}};
+  train_ = data::select(train_, s.indices);
+}
+
+// Rank 0's trace: a new one with the initial plan, or the resumed one continued (with the plan
+// re-made for a new world size).
+void Trainer::open_trace(const Resumed& resumed) {
+  if (comm_.rank() != 0 || config_.trace_path.empty()) return;
+  const bool append = resumed.next_epoch > 0;
+  trace_ = std::make_unique<trace::Writer>(config_.trace_path, trace::header(config_json()), append);
+  if (!append) trace_->write(trace::plan_record(planner_->plan(), 0, "initial"));
+  if (append && resumed.world != comm_.size())
+    trace_->write(trace::plan_record(planner_->plan(), 0, "resume"));
+}
+
+detail::EpochParts Trainer::epoch_parts() {
+  return {config_, comm_, train_, *model_, *planner_, *exchange_, *disturber_, trace_.get()};
+}
+
+RunResult Trainer::run() {
+  const Resumed resumed = config_.resume ? load_checkpoint() : Resumed{0, comm_.size()};
   const std::int64_t first = resumed.next_epoch;
-  if (rank == 0 && !cfg.trace_path.empty()) {
-    st.trace = std::make_unique<trace::Writer>(cfg.trace_path, trace::header(detail::config_json(st)),
-                                               first > 0);
-    if (first == 0) st.trace->write(trace::plan_record(st.planner->plan(), 0, "initial"));
-    if (first > 0 && resumed.world != world)
-      st.trace->write(trace::plan_record(st.planner->plan(), 0, "resume"));
-  }
+  open_trace(resumed);
   std::unique_ptr<detail::MetricsFile> metrics;
-  if (rank == 0 && !cfg.metrics_path.empty())
-    metrics = std::make_unique<detail::MetricsFile>(cfg.metrics_path, first > 0 || st.resume_at);
-  const bool table = rank == 0 && cfg.table;
-  if (table) detail::print_header(st);
+  if (comm_.rank() == 0 && !config_.metrics_path.empty())
+    metrics = std::make_unique<detail::MetricsFile>(config_.metrics_path, first > 0 || resume_at_);
+  const bool table = comm_.rank() == 0 && config_.table;
+  if (table) print_header();
 
   RunResult out;
-  for (std::int64_t e = first; e < cfg.epochs; ++e) {
+  for (std::int64_t e = first; e < config_.epochs; ++e) {
     // A resumed interrupted epoch's disturbances are in the trace already.
-    if (st.trace && !(st.resume_at && first > 0)) trace_disturbances(st, e);
-    const std::vector<int> batch_at_start = st.planner->plan().batch;
-    const EpochStats es = detail::run_epoch(st, e);
+    if (trace_ && !(resume_at_ && first > 0))
+      for (const auto& d : config_.disturbances)
+        if (d.overlaps(e)) trace_->write(trace::disturbance_record(d, e));
+    std::vector<int> batch_at_start = planner_->plan().batch;
+    const EpochStats es = detail::run_epoch(epoch_parts(), e, resume_at_, timing_);
     if (es.stopped_after >= 0) {
-      const Interrupted at = interrupted(st, e, es);
-      if (!cfg.checkpoint_dir.empty()) detail::save_checkpoint(st, &at);
-      out.stop_signal = agreed_signal(comm);
+      const Interrupted at = interrupted(e, es);
+      if (!config_.checkpoint_dir.empty()) save_checkpoint(&at);
+      out.stop_signal = agreed_signal(comm_);
       out.stop_epoch = e + 1;
       out.stop_step = es.stopped_after;
       break;
     }
-    const auto [test_loss, test_acc] = detail::evaluate(st);
-    const std::vector<policy::Report> reports = gather_reports(comm, es.report);
-    detail::trace_cpu(st, e);
-
-    EpochResult r;
-    r.epoch = e;
-    r.wall_s = es.wall_s;
-    r.images_per_s = static_cast<double>(es.samples) / es.wall_s;
-    double sum_v = 0.0;
-    for (const auto& rep : reports) {
-      const double v = rep.throughput();
-      r.throughput.push_back(v);
-      sum_v += v;
-    }
-    r.ideal_s = sum_v > 0 ? static_cast<double>(es.samples) / sum_v : 0.0;
-    r.efficiency = r.ideal_s / es.wall_s;
-    double sum_busy_v = 0.0;  // samples per busy second, summed over ranks
-    // Unknown for an epoch continued from a checkpoint: the timings miss the steps before it.
-    for (const auto& rep : es.continued ? std::span<const policy::Report>() : std::span(reports)) {
-      const double busy = st.timings[static_cast<std::size_t>(rep.rank)].busy_s;
-      r.busy.push_back(busy / es.wall_s);
-      sum_busy_v += busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0;
-    }
-    r.busy_ideal_s = sum_busy_v > 0 ? static_cast<double>(es.samples) / sum_busy_v : 0.0;
-    r.train_loss = es.loss_sum / static_cast<double>(es.samples);
-    r.test_loss = test_loss;
-    r.test_acc = test_acc;
-    r.batch = batch_at_start;
-    r.replans = es.replans;
-
+    const std::pair<double, double> test = detail::evaluate(comm_, *model_, test_);
+    const std::vector<policy::Report> reports = gather_reports(comm_, es.report);
+    trace_cpu(e);
+    const EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
     const planner::Planned next =
-        st.planner->next(es.plan_reports.empty() ? reports : es.plan_reports);
-    check_agreement(comm, next.plan, st.model->params(), e);
-    if (table) detail::print_epoch(st, r);
+        planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
+    check_agreement(comm_, next.plan, model_->params(), e);
+    if (table) print_epoch(r);
     if (metrics)
-      metrics->write(r, reports, st.hosts, optim::learning_rate(cfg.schedule, static_cast<double>(e)));
-    if (st.trace) {
-      for (const auto& rep : reports) st.trace->write(trace::rank_record(rep, st.hosts[rep.rank]));
-      nlohmann::json eval = {{"type", "eval"}, {"epoch", e + 1}, {"wall_s", r.wall_s},
-                             {"images_per_s", r.images_per_s}, {"ideal_s", r.ideal_s},
-                             {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
-                             {"test_loss", r.test_loss}, {"test_acc", r.test_acc},
-                             {"replans", r.replans}};
-      if (!r.busy.empty()) {  // absent for an epoch continued from a checkpoint
-        eval["busy"] = r.busy;
-        eval["busy_ideal_s"] = r.busy_ideal_s;
-      }
-      st.trace->write(eval);
-      st.trace->write(trace::plan_record(next.plan, 0, next.source));
-      st.trace->flush();
-    }
-    st.results.push_back(r);
-    if (!cfg.checkpoint_dir.empty()) detail::save_checkpoint(st);
-    if (e + 1 < cfg.epochs && any_stop(comm)) {
-      out.stop_signal = agreed_signal(comm);
+      metrics->write(r, reports, hosts_,
+                     optim::learning_rate(config_.schedule, config_.global_batch, static_cast<double>(e)));
+    trace_epoch(r, reports, next);
+    results_.push_back(r);
+    if (!config_.checkpoint_dir.empty()) save_checkpoint();
+    if (e + 1 < config_.epochs && any_stop(comm_)) {
+      out.stop_signal = agreed_signal(comm_);
       out.stop_epoch = e + 2;
       break;
     }
   }
+  return finish(std::move(out));
+}
 
-  if (st.trace) st.trace->flush();
-  out.epochs = st.results;
-  if (!st.results.empty()) {
-    out.test_loss = st.results.back().test_loss;
-    out.test_acc = st.results.back().test_acc;
+EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
+                               std::span<const policy::Report> reports,
+                               std::pair<double, double> test, std::vector<int> batch) const {
+  EpochResult r;
+  r.epoch = e;
+  r.wall_s = es.wall_s;
+  r.images_per_s = static_cast<double>(es.samples) / es.wall_s;
+  for (const auto& rep : reports) r.throughput.push_back(rep.throughput());
+  r.ideal_s = ideal_epoch_s(static_cast<double>(es.samples), r.throughput);
+  r.efficiency = r.ideal_s / es.wall_s;
+  double sum_busy_v = 0.0;  // samples per busy second, summed over ranks
+  // Unknown for an epoch continued from a checkpoint: the timings miss the steps before it.
+  for (const auto& rep : es.continued ? std::span<const policy::Report>() : reports) {
+    const double busy = timings_[static_cast<std::size_t>(rep.rank)].busy_s;
+    r.busy.push_back(busy / es.wall_s);
+    sum_busy_v += busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0;
+  }
+  r.busy_ideal_s = sum_busy_v > 0 ? static_cast<double>(es.samples) / sum_busy_v : 0.0;
+  r.train_loss = es.loss_sum / static_cast<double>(es.samples);
+  r.test_loss = test.first;
+  r.test_acc = test.second;
+  r.batch = std::move(batch);
+  r.replans = es.replans;
+  return r;
+}
+
+// The finished epoch's rank and eval records and the next plan (rank 0).
+void Trainer::trace_epoch(const EpochResult& r, std::span<const policy::Report> reports,
+                          const planner::Planned& next) {
+  if (!trace_) return;
+  for (const auto& rep : reports) trace_->write(trace::rank_record(rep, hosts_[rep.rank]));
+  trace::Eval ev;
+  ev.epoch = r.epoch;
+  ev.wall_s = r.wall_s;
+  ev.images_per_s = r.images_per_s;
+  ev.ideal_s = r.ideal_s;
+  ev.efficiency = r.efficiency;
+  ev.replans = r.replans;
+  ev.train_loss = r.train_loss;
+  ev.test_loss = r.test_loss;
+  ev.test_acc = r.test_acc;
+  ev.busy = r.busy;  // empty for an epoch continued from a checkpoint
+  ev.busy_ideal_s = r.busy_ideal_s;
+  trace_->write(trace::to_json(ev));
+  trace_->write(trace::plan_record(next.plan, 0, next.source));
+  trace_->flush();
+}
+
+// What a checkpoint of the stopped epoch keeps: every rank's figures so far, rank 0's wall time.
+Interrupted Trainer::interrupted(std::int64_t epoch, const EpochStats& es) {
+  Interrupted at;
+  at.epoch = epoch;
+  at.steps_done = es.stopped_after;
+  at.stats = es;
+  at.reports = gather_reports(comm_, es.report);
+  double wall = comm_.rank() == 0 ? es.wall_s : 0.0;
+  comm_.allreduce_sum(std::span<double>(&wall, 1));
+  at.stats.wall_s = wall;
+  return at;
+}
+
+// The run's result from the finished epochs and the final parameters; rank 0 writes the summary
+// and the weights.
+RunResult Trainer::finish(RunResult out) {
+  if (trace_) trace_->flush();
+  out.epochs = results_;
+  if (!results_.empty()) {
+    out.test_loss = results_.back().test_loss;
+    out.test_acc = results_.back().test_acc;
   } else if (out.stop_signal != 0) {  // stopped in the first epoch: no evaluation, no figures
     out.test_loss = out.test_acc = std::numeric_limits<double>::quiet_NaN();
   } else {
-    std::tie(out.test_loss, out.test_acc) = detail::evaluate(st);
+    std::tie(out.test_loss, out.test_acc) = detail::evaluate(comm_, *model_, test_);
   }
-  const auto p = st.model->params();
+  const auto p = model_->params();
   out.params.assign(p.begin(), p.end());
   for (const float v : p) {
     const double d = static_cast<double>(v);
@@ -252,12 +283,18 @@ RunResult run(const Config& cfg, comm::Communicator& comm, data::FashionMnist da
     out.param_sum += d;
   }
   out.param_l2 = std::sqrt(out.param_l2);
-  if (rank == 0) {
-    if (!cfg.summary_path.empty()) detail::write_summary(st, out);
+  if (comm_.rank() == 0) {
+    if (!config_.summary_path.empty()) write_summary(out);
     // A stopped run's weights are in its checkpoint; the weights file is for finished runs.
-    if (!cfg.save_weights.empty() && out.stop_signal == 0) nn::save_weights(*st.model, cfg.save_weights);
+    if (!config_.save_weights.empty() && out.stop_signal == 0)
+      nn::save_weights(*model_, config_.save_weights);
   }
   return out;
+}
+
+RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
+              planner::Planner* planner) {
+  return Trainer(config, comm, std::move(data), planner).run();
 }
 
 }  // namespace dbs::train

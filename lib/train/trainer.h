@@ -5,13 +5,24 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
+#include "lib/nn/model.h"
+#include "lib/optim/optimizer.h"
 #include "lib/planner/planner.h"
+#include "lib/trace/records.h"
+#include "lib/trace/trace.h"
 #include "lib/train/config.h"
+#include "lib/train/disturb.h"
+#include "lib/train/epoch.h"
+#include "lib/train/exchange.h"
 
 namespace dbs::train {
 
@@ -53,11 +64,85 @@ struct RunResult {
 // trains; throws ConfigError naming the option at fault. For callers that check up front.
 void validate(const Config& config, int world, std::size_t n_train);
 
-// Runs the whole training on this rank. data is the full data set (every rank loads it; the
-// plan decides which samples a rank computes); pass it moved to save a copy. planner makes every
-// plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.
-// Stops early when any rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured.
-// Throws on any error; the caller aborts the job.
+// One rank's training run: it owns the data, the model, the optimizer, the planner (unless one
+// is given), the gradient exchange and the trace, and runs the epochs. Every rank of the job
+// makes one with the same config; run() is a collective from start to end.
+class Trainer {
+ public:
+  // data is the full data set (every rank loads it; the plan decides which samples a rank
+  // computes); pass it moved to save a copy. planner makes every plan (nullptr: an embedded one
+  // of config.policy); it must be fresh, or restored by a resume. Throws ConfigError for a config
+  // validate() rejects.
+  Trainer(const Config& config, comm::Communicator& comm, data::FashionMnist data,
+          planner::Planner* planner = nullptr);
+  // Trains (from the checkpoint with Config::resume) to Config::epochs. Stops early when any
+  // rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured. Throws on any error;
+  // the caller aborts the job.
+  RunResult run();
+
+ private:
+  // What the checkpoint restored.
+  struct Resumed {
+    std::int64_t next_epoch = 0;  // 0-based epoch to run next (0: nothing to resume); an
+                                  // interrupted one is in resume_at_
+    int world = 0;                // ranks of the run that wrote the checkpoint
+  };
+
+  // trainer.cpp
+  void apply_subset();
+  void open_trace(const Resumed& resumed);
+  detail::EpochParts epoch_parts();
+  // The result of a finished epoch from its figures and every rank's report.
+  EpochResult result_of(std::int64_t epoch, const detail::EpochStats& es,
+                        std::span<const policy::Report> reports, std::pair<double, double> test,
+                        std::vector<int> batch) const;
+  void trace_epoch(const EpochResult& r, std::span<const policy::Report> reports,
+                   const planner::Planned& next);
+  detail::Interrupted interrupted(std::int64_t epoch, const detail::EpochStats& es);
+  RunResult finish(RunResult out);
+
+  // checkpoint.cpp: the checkpoint of everything needed to continue after results_.back(), the
+  // planner's plan and state included; with `at`, of an interrupted epoch, which --resume
+  // continues from its next step. Every rank calls it (the optimizer state is gathered first);
+  // the first rank on each host writes (the folder may be node-local).
+  void save_checkpoint(const detail::Interrupted* at = nullptr);
+  // Restores from config_.checkpoint_dir (a collective). The ranks' copies must agree; a rank
+  // without one gets the lowest holder's. On another world size the parameters and optimizer
+  // state carry over and the planner's plan is re-made for the new world.
+  Resumed load_checkpoint();
+
+  // cpu_trace.cpp: allgathers every rank's timing of `epoch` (into timings_) and CPU quota, and
+  // writes their timing and cpu records (a collective).
+  void trace_cpu(std::int64_t epoch);
+
+  // output.cpp, rank 0's output.
+  void print_header() const;
+  void print_epoch(const EpochResult& r) const;
+  void write_summary(const RunResult& result) const;
+  nlohmann::json config_json() const;
+
+  const Config& config_;
+  comm::Communicator& comm_;
+  data::Dataset train_;                       // the first train_limit samples, or the subset
+  data::Dataset test_;
+  nlohmann::json subset_;                     // the train subset's identity (null: none)
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<planner::Planner> own_planner_;  // the embedded one when none was given
+  planner::Planner* planner_ = nullptr;       // owns the plan in force; makes every change to it
+  std::vector<std::string> hosts_;            // host of each rank
+  std::vector<std::string> waiting_;          // how each rank waits and why (Communicator::waiting)
+  bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
+  std::unique_ptr<Exchange> exchange_;
+  std::unique_ptr<Disturber> disturber_;
+  std::unique_ptr<trace::Writer> trace_;      // rank 0 only
+  std::vector<EpochResult> results_;          // finished epochs
+  std::optional<detail::Interrupted> resume_at_;  // an epoch stopped mid-way, to continue
+  trace::Timing timing_;                      // this rank's, of the last epoch run
+  std::vector<trace::Timing> timings_;        // every rank's, of the last epoch
+};
+
+// Trainer(config, comm, data, planner).run().
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
               planner::Planner* planner = nullptr);
 

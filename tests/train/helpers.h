@@ -36,7 +36,6 @@ inline Config small_config(const std::string& model, int samples) {
   c.test_limit = 256;
   c.progress = false;
   c.seed = 7;
-  c.schedule.global_batch = c.global_batch;
   return c;
 }
 

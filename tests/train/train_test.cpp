@@ -87,7 +87,6 @@ TEST_CASE("Train.Resume.RefusesAnotherRunsCheckpoint") {
   run_local(c, 1);
   train::Config other = c;
   other.global_batch = 64;
-  other.schedule.global_batch = 64;
   other.resume = true;
   other.epochs = 2;
   CHECK_THROWS_WITH(run_local(other, 1), doctest::Contains("checkpoint is of another run"));
