@@ -1,9 +1,9 @@
-// dbs-bench balance (run under mpirun): the same short training under several policies with the
+// dbs-lab balance (run under mpirun): the same short training under several policies with the
 // same disturbance; per-epoch wall and ideal times, the steady-state ratio to the ideal, and the
 // speedup over static. A run is "static", "dbs", "dbs-rate", "fixed:..." or "dbs@K" (dbs
 // re-planning every K steps as well; also dbs-rate@K).
 //
-// --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without a
+// --quota RANK=CORES puts every rank in a CPU cgroup of its own (lab/cgroup.h; ranks without a
 // quota unlimited) for the whole benchmark; --quota none, as --disturb none, holds none. The
 // independent ideal: before the runs, each rank in turn trains alone (a world of one, global batch
 // B, --solo-epochs epochs of --solo-limit samples) while the others sleep in a barrier; its rate
@@ -42,9 +42,9 @@
 #include <optional>
 #include <sstream>
 
-#include "bench/balance.h"
-#include "bench/bench.h"
-#include "bench/cgroup.h"
+#include "lab/balance.h"
+#include "lab/lab.h"
+#include "lab/cgroup.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
@@ -55,7 +55,7 @@
 #include "lib/policy/policy.h"
 #include "lib/train/trainer.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 // --disturb specs; "" and "none" add nothing.
 std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
@@ -108,7 +108,7 @@ std::map<int, double> parse_quotas(const std::vector<std::string>& specs, int wo
   return out;
 }
 
-// Puts every rank in its cgroup ("dbs-bench-<launcher pid>-rank<r>", quota or unlimited), or
+// Puts every rank in its cgroup ("dbs-lab-<launcher pid>-rank<r>", quota or unlimited), or
 // throws on every rank if any rank could not make its own (the message of the first that
 // failed), group left empty.
 void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
@@ -117,11 +117,11 @@ void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
   comm.broadcast_bytes(&launcher, sizeof launcher, 0);
   char error[256] = {};
   try {
-    if (const int n = CpuCgroup::remove_leftovers("dbs-bench-", launcher); n > 0)
+    if (const int n = CpuCgroup::remove_leftovers("dbs-lab-", launcher); n > 0)
       log::warn("removed " + std::to_string(n) +
                 " CPU cgroup(s) left by an earlier killed or aborted run");
     const auto q = quotas.find(comm.rank());
-    group.emplace("dbs-bench-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
+    group.emplace("dbs-lab-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
                   q == quotas.end() ? 0.0 : q->second);
   } catch (const std::exception& e) {
     std::snprintf(error, sizeof error, "rank %d: %s", comm.rank(), e.what());
@@ -239,7 +239,7 @@ void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::
     return v == 0 ? std::string("-") : format("%.*fx", digits, v);
   };
   std::fprintf(f,
-               "dbs-bench balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
+               "dbs-lab balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
                "(drift: the stand-alone ideal after the run over the one before, - 1)\n",
                out["ranks"].get<int>(), steady_from, epochs);
   std::fprintf(f, "%-14s %8s %12s %9s %7s %11s %7s %11s %9s %7s\n", "run", "epoch_s",
@@ -280,13 +280,13 @@ int run_balance(const BalanceOptions& given) {
   try {  // every run's config, before anything runs
     for (const auto& run : o.runs) run_config(o, run);
   } catch (const ConfigError& e) {
-    return cli::fail("dbs-bench balance", e.what(), cli::usage_error);
+    return cli::fail("dbs-lab balance", e.what(), cli::usage_error);
   }
   if (!o.trace_dir.empty()) {  // made now (mkdir -p), not found missing after the stand-alone runs
     std::error_code ec;
     std::filesystem::create_directories(o.trace_dir, ec);
     if (ec)
-      return cli::fail("dbs-bench balance",
+      return cli::fail("dbs-lab balance",
                        "--trace-dir " + o.trace_dir + ": cannot create it: " + ec.message(),
                        cli::usage_error);
   }
@@ -319,7 +319,7 @@ int run_balance(const BalanceOptions& given) {
         error = e.what();
       }
       if (error.empty()) continue;
-      if (setup->rank() == 0) cli::fail("dbs-bench balance", error, cli::usage_error);
+      if (setup->rank() == 0) cli::fail("dbs-lab balance", error, cli::usage_error);
       return cli::usage_error;
     }
     try {
@@ -446,4 +446,4 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

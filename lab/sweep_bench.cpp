@@ -1,4 +1,4 @@
-// dbs-bench sweep: training over a grid of ranks x threads x batch sizes, each cell one real
+// dbs-lab sweep: training over a grid of ranks x threads x batch sizes, each cell one real
 // `mpirun ... dbs-agent` run, then the cells this machine cannot hold predicted by the replay
 // simulator (lib/replay, the code behind `dbs-scheduler replay --synthesize`) with a cost model
 // fitted on the measured cells:
@@ -22,8 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "bench/bench.h"
-#include "bench/sweep.h"
+#include "lab/sweep.h"
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
 #include "lib/replay/simulate.h"
@@ -31,7 +30,7 @@
 
 extern char** environ;
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 using nlohmann::json;
@@ -91,7 +90,7 @@ Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs:
     argv.insert(argv.end(), {"--lr", lr.str()});
   }
   for (const auto& a : words(o.agent_args)) argv.push_back(a);
-  std::fprintf(stderr, "dbs-bench sweep: %d rank(s) x %d thread(s), global batch %d\n", ranks,
+  std::fprintf(stderr, "dbs-lab sweep: %d rank(s) x %d thread(s), global batch %d\n", ranks,
                threads, c.global_batch);
   if (const int rc = run_logged(argv, log.string()); rc != 0)
     throw Error("the cell " + name + " failed (exit " + std::to_string(rc) + "); see " +
@@ -205,4 +204,4 @@ int run_sweep(const SweepOptions& o) {
   return 0;
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,4 +1,4 @@
-// The study record's one JSON form: written by `dbs-bench study record` from a finished job's
+// The study record's one JSON form: written by `dbs-lab study record` from a finished job's
 // --summary and --metrics and its dbs-agent arguments, read back by read_study.
 #include <cmath>
 #include <fstream>
@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "bench/study.h"
+#include "lab/study.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 #include "lib/optim/schedule.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 using nlohmann::json;
@@ -274,4 +274,4 @@ std::string study_record(const std::string& study, const std::string& data,
   return j.dump();
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab
