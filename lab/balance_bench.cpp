@@ -422,7 +422,8 @@ int run_balance(const BalanceOptions& given) {
 void add_balance_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<BalanceOptions>();
   auto* cmd = cli::add_command(
-      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun)",
+      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun).\n"
+      "Example: mpirun -np 2 dbs-lab balance --model lenet --epochs 3 --runs static,dbs",
       o, run_balance);
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
   cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(dbs::cli::above(0));
