@@ -15,9 +15,9 @@ namespace dbs::policy {
 // (largest remainder, sum == samples). Rank i takes [o_i, o_i + b_i) with o = offsets_of(b).
 std::vector<int> step_batch(const Plan& plan, int samples);
 
-// The median of step rates that a report carries (Report::step_rate_median): the value at index
-// n / 2 of the n sorted rates, each (rate, count) counting as `count` steps of that rate;
-// 0 when there are none.
+// The median of step rates that a report carries (Report::step_rate_median): stats::median
+// (lib/common/stats.h) of the rates with each (rate, count) counted as `count` steps of that
+// rate, i.e. the value at index n / 2 of the n sorted rates; 0 when there are none.
 double median_rate(std::vector<std::pair<double, std::int64_t>> rates);
 
 }  // namespace dbs::policy
