@@ -52,10 +52,13 @@
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
+#include "lib/policy/ideal.h"
 #include "lib/policy/policy.h"
 #include "lib/train/trainer.h"
 
 namespace dbs::lab {
+
+using policy::ideal_time;  // N / sum of the rates, 0 without rates
 
 // --disturb specs; "" and "none" add nothing.
 std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
@@ -179,13 +182,6 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
     throw ConfigError("--runs " + run + ": " + e.what());
   }
   return c;
-}
-
-// N / sum of the rates (0 without rates).
-double ideal_of(const std::vector<double>& rates, double n) {
-  double sum = 0;
-  for (const double v : rates) sum += v;
-  return sum > 0 ? n / sum : 0.0;
 }
 
 nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
@@ -348,13 +344,13 @@ int run_balance(const BalanceOptions& given) {
     auto round = [&](const std::string& after_run) {
       rounds.push_back(solo_rates(o, *comm, data));
       round_list.push_back({{"after_run", after_run}, {"solo_rate", rounds.back()},
-                            {"independent_ideal_s", ideal_of(rounds.back(), n)}});
+                            {"independent_ideal_s", ideal_time(rounds.back(), n)}});
       if (!o.solo_concurrent) return;
       double cover = 0;
       std::vector<int> fillers;
       together.push_back(concurrent_rates(o, *comm, data, rounds.back(), cover, fillers));
       round_list.back()["concurrent_rate"] = together.back();
-      round_list.back()["concurrent_ideal_s"] = ideal_of(together.back(), n);
+      round_list.back()["concurrent_ideal_s"] = ideal_time(together.back(), n);
       round_list.back()["concurrent_cover"] = cover;
       round_list.back()["concurrent_filler_epochs"] = fillers;
     };
@@ -368,7 +364,7 @@ int run_balance(const BalanceOptions& given) {
     const bool after_all = solo && o.solo_after;
     const std::vector<double> first = solo ? rounds.front() : std::vector<double>{};
     const std::vector<double> after = after_all ? rounds.back() : std::vector<double>{};
-    const double independent_s = ideal_of(first, n), after_s = ideal_of(after, n);
+    const double independent_s = ideal_time(first, n), after_s = ideal_time(after, n);
     double static_wall = 0;
     for (const auto& r : runs)
       if (r["run"] == "static") static_wall = r["steady_wall_s"].get<double>();
@@ -379,13 +375,13 @@ int run_balance(const BalanceOptions& given) {
       r["steady_ratio_to_independent"] = independent_s > 0 ? wall / (independent_s * steady) : 0.0;
       if (after_s > 0) r["steady_ratio_to_independent_after"] = wall / (after_s * steady);
       if (solo && before[i] + 1 < rounds.size()) {
-        const double b = ideal_of(rounds[before[i]], n), a = ideal_of(rounds[before[i] + 1], n);
+        const double b = ideal_time(rounds[before[i]], n), a = ideal_time(rounds[before[i] + 1], n);
         const double bracket = (a + b) / 2;
         r["bracket_ideal_s"] = {b, a};
         r["bracket_drift"] = b > 0 ? a / b - 1 : 0.0;
         r["steady_ratio_to_bracket"] = bracket > 0 ? wall / (bracket * steady) : 0.0;
         if (!o.solo_concurrent) continue;
-        const double cb = ideal_of(together[before[i]], n), ca = ideal_of(together[before[i] + 1], n);
+        const double cb = ideal_time(together[before[i]], n), ca = ideal_time(together[before[i] + 1], n);
         r["concurrent_bracket_ideal_s"] = {cb, ca};
         r["concurrent_bracket_drift"] = cb > 0 ? ca / cb - 1 : 0.0;
         r["steady_ratio_to_concurrent_bracket"] = cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
@@ -402,7 +398,7 @@ int run_balance(const BalanceOptions& given) {
                                 {"independent_drift", independent_s > 0 && after_s > 0
                                                           ? after_s / independent_s - 1 : 0.0},
                                 {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
-                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_of(together.front(), n)},
+                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_time(together.front(), n)},
                                 {"solo_rounds", round_list},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}});
       std::puts(out.dump(2).c_str());
