@@ -1,6 +1,8 @@
 // The study record's one JSON form: written by `dbs-lab study record` from a finished job's
 // --summary and --metrics and its dbs-agent arguments, read back by read_study.
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -9,6 +11,7 @@
 
 #include "lab/study.h"
 #include "lib/common/error.h"
+#include "lib/common/fields.h"
 #include "lib/common/format.h"
 #include "lib/optim/schedule.h"
 
@@ -41,93 +44,81 @@ json to_json(const StudyRun& r) {
           {"final_test_acc", r.final_test_acc}, {"wall_s", r.wall_s}};
 }
 
-// Field access with the field's path in every error ("epochs[3].test_acc").
-struct Reader {
-  std::string where;  // "FILE:LINE"
+// Records are read with lib/common/fields.h; a nested object or array item is read with its
+// path in `where` ("FILE:LINE: epochs[3]: field 'test_acc' ...").
+std::string text(const Fields& f, const char* key) {
+  std::string s = f.string(key, 4096);
+  if (s.empty()) f.fail(std::string("field '") + key + "' must be a non-empty string");
+  return s;
+}
 
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw InputError(where + ": field '" + field + "' " + what);
+std::string one_of(const Fields& f, const char* key, std::initializer_list<const char*> allowed) {
+  const std::string s = text(f, key);
+  std::string list;
+  for (const char* a : allowed) {
+    if (s == a) return s;
+    list += (list.empty() ? "" : ", ") + std::string(a);
   }
-  const json& at(const json& j, const std::string& key, const std::string& path) const {
-    if (!j.is_object() || !j.contains(key)) fail(path, "is missing");
-    return j.at(key);
-  }
-  double number(const json& j, const std::string& key, const std::string& path, double lo,
-                double hi, bool nullable = false) const {
-    const json& v = at(j, key, path);
-    if (nullable && v.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!v.is_number()) fail(path, "must be a number, got " + v.dump());
-    const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) fail(path, format("must be in [%g, %g], got %g", lo, hi, x));
-    return x;
-  }
-  int integer(const json& j, const std::string& key, const std::string& path, int lo) const {
-    const json& v = at(j, key, path);
-    if (!v.is_number_integer() || v.get<long long>() < lo)
-      fail(path, format("must be an integer >= %d, got ", lo) + v.dump());
-    return v.get<int>();
-  }
-  std::string text(const json& j, const std::string& key, const std::string& path,
-                   const std::vector<std::string>& allowed = {}) const {
-    const json& v = at(j, key, path);
-    if (!v.is_string() || v.get<std::string>().empty()) fail(path, "must be a non-empty string");
-    const std::string s = v.get<std::string>();
-    if (allowed.empty()) return s;
-    for (const auto& a : allowed)
-      if (s == a) return s;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    fail(path, "must be one of " + list + ", got '" + s + "'");
-  }
-};
+  f.fail(std::string("field '") + key + "' must be one of " + list + ", got '" + s + "'");
+}
 
-StudyRun from_json(const json& j, const Reader& r) {
-  if (!j.is_object()) throw InputError(r.where + ": a record must be a JSON object");
-  if (r.text(j, "format", "format") != kStudyFormat)
-    r.fail("format", std::string("must be '") + kStudyFormat + "'");
-  if (r.integer(j, "version", "version", 0) != kStudyVersion)
-    r.fail("version", format("must be %d", kStudyVersion));
+// A number in [lo, hi], or NaN for null (a loss after a divergence).
+double number_or_nan(const Fields& f, const char* key, double lo, double hi) {
+  if (f.need(key).is_null()) return std::numeric_limits<double>::quiet_NaN();
+  return f.number(key, lo, hi);
+}
+
+// The items of an array field, each an object read with its path.
+std::vector<Fields> items(const Fields& f, const char* key) {
+  const json& v = f.need(key);
+  if (!v.is_array() || v.empty())
+    f.fail(std::string("field '") + key + "' must be a non-empty array, got " + describe(v));
+  std::vector<Fields> out;
+  for (std::size_t k = 0; k < v.size(); ++k)
+    out.emplace_back(v[k], f.where() + format(": %s[%zu]", key, k));
+  return out;
+}
+
+constexpr std::int64_t kMaxSeed = 4294967295;
+
+StudyRun from_json(const Fields& f) {
+  if (text(f, "format") != kStudyFormat)
+    f.fail(std::string("field 'format' must be '") + kStudyFormat + "'");
+  if (f.integer("version", 0) != kStudyVersion)
+    f.fail(format("field 'version' must be %d", kStudyVersion));
   StudyRun s;
-  s.study = r.text(j, "study", "study", {"recipe", "filtering"});
-  s.data = r.text(j, "data", "data", {"full", "filtered", "random"});
-  s.model = r.text(j, "model", "model");
-  s.optimizer = r.text(j, "optimizer", "optimizer");
-  s.lr = r.number(j, "lr", "lr", 0, 1e6);
-  s.momentum = r.number(j, "momentum", "momentum", 0, 1);
-  s.lr_scaling = r.text(j, "lr_scaling", "lr_scaling", {"none", "linear", "sqrt"});
-  s.base_batch = r.integer(j, "base_batch", "base_batch", 1);
-  s.global_batch = r.integer(j, "global_batch", "global_batch", 1);
-  s.warmup_epochs = r.number(j, "warmup_epochs", "warmup_epochs", 0, 1e6);
-  const json& decay = r.at(j, "decay_epochs", "decay_epochs");
-  if (!decay.is_array()) r.fail("decay_epochs", "must be an array");
-  for (std::size_t k = 0; k < decay.size(); ++k) {
-    const std::string path = format("decay_epochs[%zu]", k);
-    if (!decay[k].is_number_integer() || decay[k].get<long long>() < 1)
-      r.fail(path, "must be an integer >= 1, got " + decay[k].dump());
-    s.decay_epochs.push_back(decay[k].get<int>());
-  }
-  s.decay_factor = r.number(j, "decay_factor", "decay_factor", 0, 1e6);
-  s.seed = static_cast<unsigned>(r.number(j, "seed", "seed", 0, 4294967295.0));
-  s.policy = r.text(j, "policy", "policy");
-  s.ranks = r.integer(j, "ranks", "ranks", 1);
-  s.threads = r.integer(j, "threads", "threads", 0);
-  s.train_samples = r.integer(j, "train_samples", "train_samples", 1);
-  const json& epochs = r.at(j, "epochs", "epochs");
-  if (!epochs.is_array() || epochs.empty()) r.fail("epochs", "must be a non-empty array");
+  s.study = one_of(f, "study", {"recipe", "filtering"});
+  s.data = one_of(f, "data", {"full", "filtered", "random"});
+  s.model = text(f, "model");
+  s.optimizer = text(f, "optimizer");
+  s.lr = f.number("lr", 0, 1e6);
+  s.momentum = f.number("momentum", 0, 1);
+  s.lr_scaling = one_of(f, "lr_scaling", {"none", "linear", "sqrt"});
+  s.base_batch = f.small("base_batch", 1);
+  s.global_batch = f.small("global_batch", 1);
+  s.warmup_epochs = f.number("warmup_epochs", 0, 1e6);
+  s.decay_epochs = f.ints("decay_epochs", 1);
+  s.decay_factor = f.number("decay_factor", 0, 1e6);
+  s.seed = static_cast<unsigned>(f.integer("seed", 0, kMaxSeed));
+  s.policy = text(f, "policy");
+  s.ranks = f.small("ranks", 1);
+  s.threads = f.small("threads", 0);
+  s.train_samples = f.integer("train_samples", 1);
+  const std::vector<Fields> epochs = items(f, "epochs");
   for (std::size_t k = 0; k < epochs.size(); ++k) {
-    const std::string p = format("epochs[%zu].", k);
+    const Fields& ef = epochs[k];
     StudyEpoch e;
-    e.epoch = r.integer(epochs[k], "epoch", p + "epoch", 1);
-    if (e.epoch != static_cast<int>(k) + 1) r.fail(p + "epoch", format("must be %zu", k + 1));
-    e.test_acc = r.number(epochs[k], "test_acc", p + "test_acc", 0, 1);
-    e.test_loss = r.number(epochs[k], "test_loss", p + "test_loss", 0, 1e300, true);
-    e.train_loss = r.number(epochs[k], "train_loss", p + "train_loss", 0, 1e300, true);
-    e.lr = r.number(epochs[k], "lr", p + "lr", 0, 1e6);
-    e.wall_s = r.number(epochs[k], "wall_s", p + "wall_s", 0, 1e9);
+    e.epoch = ef.small("epoch", 1);
+    if (e.epoch != static_cast<int>(k) + 1) ef.fail(format("field 'epoch' must be %zu", k + 1));
+    e.test_acc = ef.number("test_acc", 0, 1);
+    e.test_loss = number_or_nan(ef, "test_loss", 0, 1e300);
+    e.train_loss = number_or_nan(ef, "train_loss", 0, 1e300);
+    e.lr = ef.number("lr", 0, 1e6);
+    e.wall_s = ef.number("wall_s", 0, 1e9);
     s.epochs.push_back(e);
   }
-  s.final_test_acc = r.number(j, "final_test_acc", "final_test_acc", 0, 1);
-  s.wall_s = r.number(j, "wall_s", "wall_s", 0, 1e9);
+  s.final_test_acc = f.number("final_test_acc", 0, 1);
+  s.wall_s = f.number("wall_s", 0, 1e9);
   return s;
 }
 
@@ -177,14 +168,14 @@ std::vector<StudyRun> read_study(const std::string& path) {
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const Reader r{path + ":" + std::to_string(n)};
+    const std::string where = path + ":" + std::to_string(n);
     json j;
     try {
       j = json::parse(line);
     } catch (const json::exception& e) {
-      throw InputError(r.where + ": not JSON: " + e.what());
+      throw InputError(where + ": not JSON: " + e.what());
     }
-    runs.push_back(from_json(j, r));
+    runs.push_back(from_json(Fields(j, where)));
   }
   if (runs.empty()) throw InputError(path + ": no records");
   for (const StudyRun& s : runs)
@@ -200,20 +191,20 @@ std::string study_record(const std::string& study, const std::string& data,
                          const std::string& summary_path, const std::string& metrics_path,
                          double wall_s, const std::vector<std::string>& args) {
   const json sum = parse_file(summary_path);
-  const Reader rs{summary_path};
-  const json& cfg = rs.at(sum, "config", "config");
+  const Fields rs(sum, summary_path);
+  const Fields cfg(rs.need("config"), summary_path + ": config");
   StudyRun s;
   s.study = study;
   s.data = data;
-  s.model = rs.text(cfg, "model", "config.model");
-  s.optimizer = rs.text(cfg, "optimizer", "config.optimizer");
-  s.policy = rs.text(cfg, "policy", "config.policy");
-  s.lr = rs.number(cfg, "lr", "config.lr", 0, 1e6);
-  s.global_batch = rs.integer(cfg, "global_batch", "config.global_batch", 1);
-  s.seed = static_cast<unsigned>(rs.number(cfg, "seed", "config.seed", 0, 4294967295.0));
-  s.ranks = rs.integer(cfg, "world", "config.world", 1);
-  s.threads = rs.integer(cfg, "threads", "config.threads", 0);
-  s.train_samples = rs.integer(cfg, "samples_per_epoch", "config.samples_per_epoch", 1);
+  s.model = text(cfg, "model");
+  s.optimizer = text(cfg, "optimizer");
+  s.policy = text(cfg, "policy");
+  s.lr = cfg.number("lr", 0, 1e6);
+  s.global_batch = cfg.small("global_batch", 1);
+  s.seed = static_cast<unsigned>(cfg.integer("seed", 0, kMaxSeed));
+  s.ranks = cfg.small("world", 1);
+  s.threads = cfg.small("threads", 0);
+  s.train_samples = cfg.integer("samples_per_epoch", 1);
   s.momentum = s.optimizer == "sgd" ? to_number(arg(args, "--momentum", "0.9"), "--momentum") : 0;
   s.lr_scaling = arg(args, "--lr-scaling", "none");
   if (s.lr_scaling == "constant") s.lr_scaling = "none";
@@ -225,7 +216,7 @@ std::string study_record(const std::string& study, const std::string& data,
     for (std::string e; std::getline(in, e, ',');)
       s.decay_epochs.push_back(static_cast<int>(to_number(e, "--decay-epochs")));
   }
-  const bool subset = !rs.at(cfg, "train_subset", "config.train_subset").is_null();
+  const bool subset = !cfg.need("train_subset").is_null();
   if (subset != (data != "full"))
     throw InputError(summary_path + ": data '" + data + "' but the run " +
                      (subset ? "trained on --train-subset" : "had no --train-subset"));
@@ -237,25 +228,23 @@ std::string study_record(const std::string& study, const std::string& data,
   if (!in) throw InputError(metrics_path + ": cannot open");
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
-    const Reader rm{metrics_path + ":" + std::to_string(n)};
+    const std::string where = metrics_path + ":" + std::to_string(n);
     json row;
     try {
       row = json::parse(line);
     } catch (const json::exception& e) {
-      throw InputError(rm.where + ": not JSON: " + e.what());
+      throw InputError(where + ": not JSON: " + e.what());
     }
-    if (rm.integer(row, "rank", "rank", 0) == 0)
-      lr_at[rm.integer(row, "epoch", "epoch", 1)] = rm.number(row, "lr", "lr", 0, 1e6);
+    const Fields rm(row, where);
+    if (rm.integer("rank", 0) == 0) lr_at[rm.small("epoch", 1)] = rm.number("lr", 0, 1e6);
   }
-  const json& epochs = rs.at(sum, "epochs", "epochs");
-  for (std::size_t k = 0; k < epochs.size(); ++k) {
-    const std::string p = format("epochs[%zu].", k);
+  for (const Fields& ef : items(rs, "epochs")) {
     StudyEpoch e;
-    e.epoch = rs.integer(epochs[k], "epoch", p + "epoch", 1);
-    e.test_acc = rs.number(epochs[k], "test_acc", p + "test_acc", 0, 1);
-    e.test_loss = rs.number(epochs[k], "test_loss", p + "test_loss", 0, 1e300, true);
-    e.train_loss = rs.number(epochs[k], "train_loss", p + "train_loss", 0, 1e300, true);
-    e.wall_s = rs.number(epochs[k], "wall_s", p + "wall_s", 0, 1e9);
+    e.epoch = ef.small("epoch", 1);
+    e.test_acc = ef.number("test_acc", 0, 1);
+    e.test_loss = number_or_nan(ef, "test_loss", 0, 1e300);
+    e.train_loss = number_or_nan(ef, "train_loss", 0, 1e300);
+    e.wall_s = ef.number("wall_s", 0, 1e9);
     const auto it = lr_at.find(e.epoch);
     if (it == lr_at.end())
       throw InputError(metrics_path + format(": no row of rank 0 for epoch %d", e.epoch));
@@ -267,10 +256,10 @@ std::string study_record(const std::string& study, const std::string& data,
                                              e.epoch, e.lr, want));
     s.epochs.push_back(e);
   }
-  s.final_test_acc = rs.number(sum, "test_acc", "test_acc", 0, 1);
+  s.final_test_acc = rs.number("test_acc", 0, 1);
   s.wall_s = wall_s;
   const json j = to_json(s);
-  from_json(j, Reader{"the new record"});  // what read_study would refuse is not written
+  from_json(Fields(j, "the new record"));  // what read_study would refuse is not written
   return j.dump();
 }
 

@@ -74,7 +74,7 @@ head -n 2 "$TMP/recipe.jsonl" >"$TMP/bad.jsonl"
 echo '{"format": "dbs-study-run", ' >>"$TMP/bad.jsonl"
 expect_fail "bad.jsonl:3: not JSON" "$LAB" study report --in "$TMP/bad.jsonl"
 sed '2s/"test_acc":[0-9.e-]*/"test_acc":1.5/' "$TMP/recipe.jsonl" >"$TMP/bad2.jsonl"
-expect_fail "bad2.jsonl:2: field 'epochs[0].test_acc' must be in [0, 1], got 1.5" \
+expect_fail "bad2.jsonl:2: epochs[0]: field 'test_acc' must be a finite number in [0, 1], got 1.5" \
   "$LAB" study report --in "$TMP/bad2.jsonl"
 sed '1s/"version":1/"version":7/' "$TMP/recipe.jsonl" >"$TMP/bad3.jsonl"
 expect_fail "bad3.jsonl:1: field 'version' must be 1" "$LAB" study report --in "$TMP/bad3.jsonl"
