@@ -26,6 +26,7 @@
 #include "lib/comm/mpi.h"
 #include "lib/comm/ring.h"
 #include "lib/common/error.h"
+#include "lib/common/stats.h"
 #include "lib/common/timer.h"
 
 namespace dbs::bench {
@@ -110,13 +111,11 @@ int run_allreduce(const AllreduceOptions& o) {
       }
     }
     auto stat = [&](std::vector<double> v, std::vector<double> c) {
-      std::sort(v.begin(), v.end());
-      std::sort(c.begin(), c.end());
-      const double med = v[v.size() / 2], min = v.front();
+      const double med = stats::median(v), min = *std::min_element(v.begin(), v.end());
       const double bytes = 4.0 * static_cast<double>(n);
       return nlohmann::json{{"median_us", med * 1e6}, {"min_us", min * 1e6},
                             {"bandwidth_gbs", bytes / med / 1e9},
-                            {"cpu_median_us", c[c.size() / 2] * 1e6}};
+                            {"cpu_median_us", stats::median(c) * 1e6}};
     };
     nlohmann::json m = stat(t[0], cpu[0]), g = stat(t[1], cpu[1]);
     nlohmann::json row = {{"floats", n}, {"bytes", 4 * n}, {"mpi", m}, {"ring", g},

@@ -14,8 +14,6 @@ void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
 void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels
 void add_scheduler_command(CLI::App& app, Action& action);   // scheduler_bench.cpp
 void add_allreduce_command(CLI::App& app, Action& action);   // allreduce_bench.cpp
-void add_balance_command(CLI::App& app, Action& action);     // balance_bench.cpp
-void add_sweep_command(CLI::App& app, Action& action);       // sweep_report.cpp
 void add_filter_command(CLI::App& app, Action& action);      // filter_bench.cpp
 
 // Single-core fp32 FMA peak in GFLOP/s, measured for about `seconds`.

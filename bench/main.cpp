@@ -2,7 +2,6 @@
 #include <exception>
 
 #include "bench/bench.h"
-#include "bench/study.h"
 #include "lib/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -16,10 +15,7 @@ int main(int argc, char** argv) {
   add_train_commands(app, action);
   add_scheduler_command(app, action);
   add_allreduce_command(app, action);
-  add_balance_command(app, action);
-  add_sweep_command(app, action);
   add_filter_command(app, action);
-  add_study_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-bench")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;

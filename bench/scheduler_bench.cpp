@@ -19,6 +19,7 @@
 #include "bench/bench.h"
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "lib/common/stats.h"
 #include "lib/common/timer.h"
 #include "lib/net/asio.h"
 #include "lib/net/fd_limit.h"
@@ -200,13 +201,6 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-double percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 struct PlanTiming {
   double plan_ms = 0, encode_ms = 0;  // medians
   std::size_t bytes = 0;              // the longest plan message (one rank's share)
@@ -233,7 +227,7 @@ PlanTiming time_plan(int ranks, int rounds) {
     for (int r = 0; r < ranks; ++r) bytes = std::max(bytes, lines.line(r).size());
     encode_ms.push_back(1000 * sw.seconds());
   }
-  return {percentile(plan_ms, 0.5), percentile(encode_ms, 0.5), bytes};
+  return {stats::median(plan_ms), stats::median(encode_ms), bytes};
 }
 
 int run(const LoadOptions& o) {
@@ -288,10 +282,10 @@ int run(const LoadOptions& o) {
                         {"connect_s", load.connect_s()},
                         {"seconds", load.load_s()},
                         {"reports_per_s", total / load.load_s()},
-                        {"p50_ms", percentile(lat, 0.50)},
-                        {"p90_ms", percentile(lat, 0.90)},
-                        {"p99_ms", percentile(lat, 0.99)},
-                        {"max_ms", percentile(lat, 1.0)},
+                        {"p50_ms", stats::quantile(lat, 0.50)},
+                        {"p90_ms", stats::quantile(lat, 0.90)},
+                        {"p99_ms", stats::quantile(lat, 0.99)},
+                        {"max_ms", stats::quantile(lat, 1.0)},
                         {"daemon_cpu_us_per_report", 1e6 * daemon_cpu_s / total},
                         {"client_cpu_us_per_report", 1e6 * client_cpu_s / total},
                         {"plan_ranks", o.plan_ranks},

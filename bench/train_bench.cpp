@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/common/cli.h"
+#include "lib/common/stats.h"
 #include "bench/bench.h"
 #include "lib/common/timer.h"
 #include "lib/nn/model.h"
@@ -46,11 +47,6 @@ Batch synthetic_batch(const nn::Model& m, int n, unsigned seed) {
   return b;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int run_train(const TrainOptions& o) {
   nn::ThreadLimit limit(o.threads);
   auto model = nn::make_model(o.model, {1, 28, 28}, 10, o.seed);
@@ -79,7 +75,7 @@ int run_train(const TrainOptions& o) {
       {"warmup_steps", o.warmup},
       {"data", "synthetic 1x28x28"},
       {"images_per_s", ips},
-      {"step_ms_median", median(step_s) * 1e3},
+      {"step_ms_median", stats::median(step_s) * 1e3},
       {"train_mflop_per_sample", model->train_flops_per_sample() / 1e6},
       {"gflops", gflops},
       {"peak_gflops_per_core", peak},
@@ -114,7 +110,7 @@ int run_kernels(const TrainOptions& o) {
       l.backward(x, y, dy, i == 0 ? nullptr : &dx, ctx);
       bwd.push_back(sw.seconds());
     }
-    const double f = median(fwd), bk = median(bwd);
+    const double f = stats::median(fwd), bk = stats::median(bwd);
     total_f += f;
     total_b += bk;
     const double flops = l.forward_flops(x.shape) * o.batch;

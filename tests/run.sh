@@ -7,7 +7,8 @@ set -uo pipefail
 usage() {
   cat <<'EOF'
 usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
-  (none)      install, build build/, run the suites unit, mpi, e2e, python and cluster
+  (none)      install, build build/, run the suites unit, mpi, e2e, python (the dbs package
+              with PyTorch), lab (dbs-lab's studies and report writers) and cluster
   --quick     the unit suite only
   --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
   --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
@@ -52,7 +53,7 @@ if [ "$mode" = fuzz ]; then
   exit
 fi
 
-dir=build suites=(unit mpi e2e python cluster) setup=()
+dir=build suites=(unit mpi e2e python lab cluster) setup=()
 if [ "$mode" = soak ]; then
   dbs_build build || { closing 0 1 0; exit; }
   if python3 tests/soak/soak.py --build build; then closing 1 0 0; else closing 0 1 0; fi
@@ -62,7 +63,7 @@ case $mode in
   quick) suites=(unit) ;;
   sanitize)
     dir=build-sanitize suites=(unit)
-    setup=(-Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dbenchmarks=false) ;;
+    setup=(-Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dbenchmarks=false -Dlab=false) ;;
 esac
 dbs_build "$dir" "${setup[@]}" || { closing 0 1 0; exit; }
 

@@ -2,14 +2,10 @@
 #include <algorithm>
 
 #include "lib/chart/chart.h"
+#include "lib/common/stats.h"
 
 namespace dbs::chart {
 namespace {
-
-// Nearest-rank quantile q in [0, 1] of sorted values (not empty).
-double quantile(const std::vector<double>& sorted, double q) {
-  return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
-}
 
 Series over(const std::vector<double>& x, std::string label, std::string color, bool step) {
   Series s;
@@ -50,9 +46,9 @@ std::vector<Series> per_rank(const std::vector<double>& x,
     std::sort(sorted.begin(), sorted.end());
     wide.y.push_back(sorted.front());
     wide.high.push_back(sorted.back());
-    mid.y.push_back(quantile(sorted, 0.1));
-    mid.high.push_back(quantile(sorted, 0.9));
-    median.y.push_back(quantile(sorted, 0.5));
+    mid.y.push_back(stats::quantile(sorted, 0.1));
+    mid.high.push_back(stats::quantile(sorted, 0.9));
+    median.y.push_back(stats::median(sorted));
   }
   return {std::move(wide), std::move(mid), std::move(median)};
 }

@@ -1,6 +1,8 @@
 #include "lib/data/subset.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
+#include "lib/common/fields.h"
 #include "lib/common/hash.h"
 
 namespace dbs::data {
@@ -19,20 +22,10 @@ std::string hex16(std::uint64_t v) {
   return buf;
 }
 
-[[noreturn]] void bad(const std::string& path, const std::string& field, const std::string& why) {
-  throw InputError(path + ": field '" + field + "' " + why);
-}
-
-const nlohmann::json& field(const nlohmann::json& j, const std::string& path, const char* name) {
-  const auto it = j.find(name);
-  if (it == j.end()) bad(path, name, "is missing");
-  return *it;
-}
-
-std::uint64_t unsigned_field(const nlohmann::json& j, const std::string& path, const char* name) {
-  const auto& v = field(j, path, name);
-  if (!v.is_number_unsigned()) bad(path, name, "must be a non-negative integer");
-  return v.get<std::uint64_t>();
+// A subset file that does not match the training set: the file and the field at fault.
+[[noreturn]] void mismatch(const std::string& path, const std::string& field,
+                           const std::string& why) {
+  throw FieldError(path + ": field '" + field + "' " + why);
 }
 
 }  // namespace
@@ -57,63 +50,52 @@ void write_subset(const Subset& s, const std::string& path) {
 }
 
 Subset read_subset(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(path + ": cannot open subset file");
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open subset file");
   std::stringstream buf;
-  buf << f.rdbuf();
+  buf << in.rdbuf();
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(buf.str());
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not valid JSON (" + e.what() + ")");
   }
-  if (!j.is_object()) throw InputError(path + ": a subset file holds a JSON object");
-  const auto& format = field(j, path, "format");
-  if (format != "dbs-subset") bad(path, "format", "must be \"dbs-subset\"");
-  const std::uint64_t version = unsigned_field(j, path, "version");
+  const Fields f(j, path);
+  if (f.string("format") != "dbs-subset") f.fail("field 'format' must be \"dbs-subset\"");
+  const std::int64_t version = f.integer("version", 0);
   if (version != kSubsetVersion)
-    bad(path, "version", "is " + std::to_string(version) + "; this build reads version " +
-                             std::to_string(kSubsetVersion));
+    f.fail("field 'version' is " + std::to_string(version) + "; this build reads version " +
+           std::to_string(kSubsetVersion));
   Subset s;
-  const auto& method = field(j, path, "method");
-  if (!method.is_string()) bad(path, "method", "must be a string");
-  s.method = method.get<std::string>();
-  s.dataset_samples = unsigned_field(j, path, "dataset_samples");
-  const auto& hash = field(j, path, "dataset_hash");
-  if (!hash.is_string() || hash.get<std::string>().size() != 16 ||
-      hash.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
-    bad(path, "dataset_hash", "must be 16 lower-case hex digits");
-  s.dataset_hash = std::stoull(hash.get<std::string>(), nullptr, 16);
-  const std::uint64_t count = unsigned_field(j, path, "count");
-  const auto& indices = field(j, path, "indices");
-  if (!indices.is_array()) bad(path, "indices", "must be an array");
-  if (indices.size() != count)
-    bad(path, "count", "is " + std::to_string(count) + " but 'indices' has " +
-                           std::to_string(indices.size()) + " entries");
-  if (count == 0) bad(path, "indices", "is empty: a subset keeps at least one sample");
-  s.indices.reserve(indices.size());
-  for (std::size_t k = 0; k < indices.size(); ++k) {
-    const auto& v = indices[k];
-    const std::string at = "indices[" + std::to_string(k) + "]";
-    if (!v.is_number_unsigned()) bad(path, at, "must be a non-negative integer");
-    const auto i = v.get<std::uint64_t>();
-    if (i >= s.dataset_samples)
-      bad(path, at, "is " + std::to_string(i) + ", out of range for " +
-                        std::to_string(s.dataset_samples) + " samples");
-    if (k > 0 && static_cast<std::int64_t>(i) <= s.indices.back())
-      bad(path, at, "is " + std::to_string(i) + ", not above the previous index (indices ascend, no repeats)");
-    s.indices.push_back(static_cast<std::int64_t>(i));
-  }
+  s.method = f.string("method", 256);
+  s.dataset_samples = static_cast<std::uint64_t>(f.integer("dataset_samples", 0));
+  const std::string hash = f.string("dataset_hash");
+  if (hash.size() != 16 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+    f.fail("field 'dataset_hash' must be 16 lower-case hex digits");
+  s.dataset_hash = std::stoull(hash, nullptr, 16);
+  const std::int64_t count = f.integer("count", 0);
+  // lib/data holds at most INT_MAX samples: the indices are ints below dataset_samples.
+  const auto samples = std::min<std::uint64_t>(s.dataset_samples, std::numeric_limits<int>::max());
+  const std::vector<int> indices = f.ints("indices", 0, static_cast<int>(samples) - 1);
+  s.indices.assign(indices.begin(), indices.end());
+  if (static_cast<std::int64_t>(s.indices.size()) != count)
+    f.fail("field 'count' is " + std::to_string(count) + " but 'indices' has " +
+           std::to_string(s.indices.size()) + " entries");
+  if (count == 0) f.fail("field 'indices' is empty: a subset keeps at least one sample");
+  for (std::size_t k = 1; k < s.indices.size(); ++k)
+    if (s.indices[k] <= s.indices[k - 1])
+      f.fail("field 'indices' item " + std::to_string(k) + " is " + std::to_string(s.indices[k]) +
+             ", not above the previous one (indices ascend, no repeats)");
   return s;
 }
 
 void check_subset_matches(const Subset& s, const Dataset& d, const std::string& path) {
   if (s.dataset_samples != d.n)
-    bad(path, "dataset_samples", "is " + std::to_string(s.dataset_samples) + " but the training set has " +
+    mismatch(path, "dataset_samples", "is " + std::to_string(s.dataset_samples) + " but the training set has " +
                                      std::to_string(d.n) + " samples (check --train-limit)");
   const std::uint64_t h = dataset_hash(d);
   if (s.dataset_hash != h)
-    bad(path, "dataset_hash", "is " + hex16(s.dataset_hash) + " but the training set hashes to " +
+    mismatch(path, "dataset_hash", "is " + hex16(s.dataset_hash) + " but the training set hashes to " +
                                   hex16(h) + ": the subset was made for other data");
 }
 

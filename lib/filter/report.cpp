@@ -1,6 +1,7 @@
 #include "lib/filter/report.h"
 
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/common/format.h"
 
 namespace dbs::filter {
@@ -58,12 +59,7 @@ chart::Scatter class_scatter(const FilterResult& r, const std::int32_t* labels, 
 
 std::string html_report(const FilterResult& r, const std::int32_t* labels, const ReportInfo& info) {
   using chart::escape;
-  std::string o =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><title>" + escape(info.title) +
-      "</title>\n<style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
-      "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child"
-      "{text-align:left}.grid{display:flex;flex-wrap:wrap;gap:8px}</style></head><body>\n<h1>" +
-      escape(info.title) + "</h1>\n";
+  std::string o = "<h1>" + escape(info.title) + "</h1>\n";
   o += "<h2>Settings</h2>\n<table>\n";
   for (const auto& [k, v] : info.settings)
     o += "<tr><td>" + escape(k) + "</td><td>" + escape(v) + "</td></tr>\n";
@@ -89,8 +85,13 @@ std::string html_report(const FilterResult& r, const std::int32_t* labels, const
   o += "<h2>Embedding</h2>\n" + chart::render(class_scatter(r, labels, -1, info));
   o += "<h2>Per class (removed samples as red crosses)</h2>\n<div class=\"grid\">\n";
   for (const auto& cs : r.classes) o += chart::render(class_scatter(r, labels, cs.label, info));
-  o += "</div>\n</body></html>\n";
-  return o;
+  o += "</div>\n";
+  return chart::html_page({info.title,
+                           "body{margin:24px}td,th{padding:3px 8px}"
+                           "td:first-child,th:first-child{text-align:left}"
+                           ".grid{display:flex;flex-wrap:wrap;gap:8px}",
+                           ""},
+                          o);
 }
 
 }  // namespace dbs::filter

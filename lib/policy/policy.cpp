@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lib/common/error.h"
+#include "lib/policy/ideal.h"
 #include "lib/policy/internal.h"
 
 namespace dbs::policy {
@@ -178,9 +179,8 @@ void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t sam
                               static_cast<long long>(plan.epoch + 1), i, v[i]));
   plan.throughput = v;
   const bool known = std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
-  const double sum = std::accumulate(v.begin(), v.end(), 0.0);
   plan.predicted_epoch_s = known ? predicted_epoch_s(plan.batch, v, samples_per_epoch) : 0.0;
-  plan.ideal_epoch_s = known ? static_cast<double>(samples_per_epoch) / sum : 0.0;
+  plan.ideal_epoch_s = known ? ideal_time(v, static_cast<double>(samples_per_epoch)) : 0.0;
   if (!std::isfinite(plan.predicted_epoch_s) || !std::isfinite(plan.ideal_epoch_s))
     throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
                             "finite (throughputs too small or too large)",

@@ -14,9 +14,9 @@ namespace dbs::policy {
 
 using dbs::step_batch;  // public: <dbs/steps.h>
 
-// The median of step rates that a report carries (Report::step_rate_median): the value at index
-// n / 2 of the n sorted rates, each (rate, count) counting as `count` steps of that rate;
-// 0 when there are none.
+// The median of step rates that a report carries (Report::step_rate_median): stats::median
+// (lib/common/stats.h) of the rates with each (rate, count) counted as `count` steps of that
+// rate, i.e. the value at index n / 2 of the n sorted rates; 0 when there are none.
 double median_rate(std::vector<std::pair<double, std::int64_t>> rates);
 
 }  // namespace dbs::policy

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "lib/common/error.h"
+#include "lib/common/stats.h"
 #include "lib/replay/simulate.h"
 
 namespace dbs::replay {
@@ -28,13 +29,6 @@ EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostMode
   start.plan.epoch = rec.epoch;
   return run_epoch(cluster, cost, static_cast<std::int64_t>(k), start,
                    recorded_interval(rec, trace.header.settings.rebalance_every), replay_recorded);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
 }
 
 // Replaces the zeros of base (unknown) by the same rank's value in the nearest epoch that has
@@ -171,7 +165,7 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   }
   // What the walls hold per step beyond the critical path; the allreduce cannot exceed it.
   const double unexplained = std::max(0.0, (wall - critical) / (steps * trace.epochs.size()));
-  f.measured_allreduce_s = std::min(median(per_epoch), unexplained);
+  f.measured_allreduce_s = std::min(stats::median(per_epoch), unexplained);
   f.fitted_overhead_s = unexplained - f.measured_allreduce_s;
 
   CostModel& m = f.cost;

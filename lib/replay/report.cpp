@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/common/format.h"
 #include "lib/replay/summary.h"
 
@@ -119,14 +120,7 @@ std::string epoch_table(const Replay& r) {
 
 std::string html_report(const Replay& r) {
   const Header& h = r.header;
-  std::string o =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>dbs replay: " +
-      chart::escape(r.path) +
-      "</title>\n<style>body{font-family:sans-serif;max-width:800px;margin:2em auto;color:#222}"
-      "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
-      "text-align:right}td:first-child,th:first-child{text-align:left}"
-      "p.note{color:#555;font-size:90%}</style></head><body>\n";
-  o += "<h1>dbs replay</h1>\n<p>Trace <code>" + chart::escape(r.path) +
+  std::string o = "<h1>dbs replay</h1>\n<p>Trace <code>" + chart::escape(r.path) +
        "</code>: " + std::to_string(h.world) + " ranks, global batch " +
        std::to_string(h.settings.global_batch) + ", " +
        std::to_string(h.settings.samples_per_epoch) +
@@ -151,8 +145,13 @@ std::string html_report(const Replay& r) {
   }
   o += "<h2>Per epoch</h2>\n<details><summary>simulated, ideal and recorded seconds per "
        "epoch</summary>\n" +
-       epoch_table(r) + "</details>\n</body></html>\n";
-  return o;
+       epoch_table(r) + "</details>\n";
+  return chart::html_page({"dbs replay: " + r.path,
+                           "body{max-width:800px;margin:2em auto;color:#222}table{margin:.5em 0}"
+                           "td:first-child,th:first-child{text-align:left}"
+                           "p.note{color:#555;font-size:90%}",
+                           ""},
+                          o);
 }
 
 }  // namespace dbs::replay

@@ -9,6 +9,7 @@
 #include "lib/common/error.h"
 #include "lib/planner/planner.h"
 #include "lib/policy/cost.h"
+#include "lib/policy/ideal.h"
 #include "lib/policy/steps.h"
 
 namespace dbs::replay {
@@ -174,13 +175,10 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
     for (const Active& a : active) {
       if (a.begin <= s && s < a.end) ch.rate[a.rank] /= a.factor;
     }
-    double sum_v = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      sum_v += ch.rate[i];
+    for (std::size_t i = 0; i < n; ++i)
       if (ch.batch[i] > 0) ch.step_s = std::max(ch.step_s, ch.batch[i] / ch.rate[i]);
-    }
     run.compute_s += static_cast<double>(ch.steps) * ch.step_s;
-    run.ideal_compute_s += static_cast<double>(ch.steps * gn) / sum_v;
+    run.ideal_compute_s += policy::ideal_time(ch.rate, static_cast<double>(ch.steps * gn));
     chunks.push_back(std::move(ch));
     s = next;
     if (K > 0 && s % K == 0 && s < S) {

@@ -6,6 +6,7 @@
 #include "lib/common/fields.h"
 #include "lib/common/format.h"
 #include "lib/common/error.h"
+#include "lib/policy/ideal.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "lib/proto/protocol.h"
@@ -125,17 +126,17 @@ void Job::commit(const EpochOutcome& o) {
   h.epoch = o.epoch;
   h.batch.assign(static_cast<std::size_t>(world_), 0);
   h.throughput.assign(static_cast<std::size_t>(world_), 0.0);
-  double samples = 0, sum_v = 0, slowest = 0;
+  double samples = 0, slowest = 0;
   for (const auto& r : o.reports) {
     const auto i = static_cast<std::size_t>(r.rank);
     last_[i] = r;
     h.batch[i] = r.batch;
     h.throughput[i] = r.throughput();
     samples += static_cast<double>(r.samples);
-    sum_v += h.throughput[i];
     slowest = std::max(slowest, r.compute_s + r.comm_s);
   }
-  if (o.missing.empty() && sum_v > 0 && slowest > 0) h.efficiency = samples / sum_v / slowest;
+  const double ideal = policy::ideal_time(h.throughput, samples);
+  if (o.missing.empty() && ideal > 0 && slowest > 0) h.efficiency = ideal / slowest;
   h.measured_s = slowest;
   ran_ = plan_;
   ran_.epoch = o.epoch;

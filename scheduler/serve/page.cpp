@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/common/format.h"
 #include "scheduler/serve/views.h"
 
@@ -129,16 +130,15 @@ std::string job_section(const LiveJob& live) {
 }  // namespace
 
 std::string render_page(const JobTable& jobs, const Stats& st) {
-  std::string s =
-      "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>"
-      "<meta charset=\"utf-8\"/><meta http-equiv=\"refresh\" content=\"5\"/>"
-      "<title>dbs-scheduler</title><style>"
-      "body{font-family:sans-serif;margin:1em 2em;color:#222}"
-      "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
-      "text-align:right}th{background:#f4f4f4}small{color:#666;font-weight:normal}"
+  const chart::PageHead head{
+      "dbs-scheduler",
+      "body{margin:1em 2em;color:#222}table{margin:.5em 0}th{background:#f4f4f4}"
+      "small{color:#666;font-weight:normal}"
       ".warning{background:#fff3cd;border:1px solid #e0b000;padding:4px 8px}"
       "section.lost h2{color:#a00}section.stopped h2{color:#a60}section.finished h2{color:#555}"
-      ".charts{display:flex;flex-wrap:wrap;gap:1em}</style></head><body><h1>dbs-scheduler</h1>";
+      ".charts{display:flex;flex-wrap:wrap;gap:1em}",
+      "<meta http-equiv=\"refresh\" content=\"5\"/>"};
+  std::string s = "<h1>dbs-scheduler</h1>";
   s += "<p>up " + format("%.0f", st.uptime_s) + " s, " +
        std::to_string(jobs.in_state("running")) + " running job(s), " +
        std::to_string(jobs.in_state("lost")) + " lost, " +
@@ -149,7 +149,7 @@ std::string render_page(const JobTable& jobs, const Stats& st) {
   s += render_quarantine(jobs);
   if (jobs.jobs().empty()) s += "<p>No jobs yet.</p>";
   for (const LiveJob* live : jobs_in_order(jobs)) s += job_section(*live);
-  return s + "</body></html>\n";
+  return chart::html_page(head, s);
 }
 
 }  // namespace dbs::scheduler

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/views.h"
 
@@ -132,11 +133,12 @@ std::string render_quarantine(const JobTable& jobs) {
 }
 
 std::string render_public_page(const JobTable& jobs, const Stats& st) {
-  return "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>dbs-scheduler</title>"
-         "</head><body><h1>dbs-scheduler</h1><p>" +
-         std::to_string(jobs.running()) + " jobs running, " + std::to_string(st.connections) +
-         " agent connections. Job ids and hosts are shown on loopback or with the daemon token "
-         "(Authorization: Bearer).</p></body></html>\n";
+  return chart::html_page(
+      {"dbs-scheduler", "body{margin:1em 2em;color:#222}", ""},
+      "<h1>dbs-scheduler</h1><p>" + std::to_string(jobs.running()) + " jobs running, " +
+          std::to_string(st.connections) +
+          " agent connections. Job ids and hosts are shown on loopback or with the daemon token "
+          "(Authorization: Bearer).</p>");
 }
 
 }  // namespace dbs::scheduler

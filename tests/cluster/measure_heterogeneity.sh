@@ -6,7 +6,7 @@
 # DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs; DBS_KEEP=DIR keeps
 # each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there. A `--disturb
 # rank=R,...` among the options slows node R+1's stand-alone run as well (there it is rank 0,
-# disturbed from its first epoch to its last, as in dbs-bench balance's stand-alone runs), so
+# disturbed from its first epoch to its last, as in dbs-lab balance's stand-alone runs), so
 # that the ideal is what the disturbed nodes can do; e.g. the sleep case on full-core nodes:
 #   DBS_CLUSTER_QUOTAS=1.0 tests/cluster/measure_heterogeneity.sh --disturb rank=1,factor=2 \
 #     --disturb rank=2,factor=4
@@ -81,7 +81,7 @@ print("\nsteady (epochs 3 on): " + ", ".join(
     f"{p} {sum(e['wall_s'] for e in s) / len(s) / ideal:.2f}x ideal" for p, s in zip(policies, steady) if s))
 # Inside each run (the trace's timing and rank records): how busy each node was in the steady
 # epochs, and the steady wall time against the best split for the speeds the nodes had in the run
-# (N / sum_i samples_i / busy_s_i per epoch; see dbs-bench balance's busy_ideal_s).
+# (N / sum_i samples_i / busy_s_i per epoch; see dbs-lab balance's busy_ideal_s).
 for p in policies:
     recs = [json.loads(l) for l in open(f"{d}/{p}.trace.jsonl")]
     busy = {(r["epoch"], r["rank"]): r["busy_s"] for r in recs if r["type"] == "timing" and "busy_s" in r}

@@ -78,22 +78,24 @@ TEST_CASE("Subset.BadFilesNameTheField") {
       R"({"format":"dbs-subset","version":1,"method":"dbscan","dataset_samples":5,"dataset_hash":"00000000000000ff",)";
   CHECK(error_of(head + R"("count":2,"indices":[1,3]})") == "(accepted)");
   CHECK(error_of("[1, 2").find(p + ": not valid JSON") == 0);
-  CHECK(error_of("[1, 2]") == p + ": a subset file holds a JSON object");
+  CHECK(error_of("[1, 2]") == p + ": is not a JSON object");
   CHECK(error_of(R"({"format":"other"})") == p + ": field 'format' must be \"dbs-subset\"");
   CHECK(error_of(R"({"format":"dbs-subset","version":7})") ==
         p + ": field 'version' is 7; this build reads version 1");
-  CHECK(error_of(R"({"format":"dbs-subset"})") == p + ": field 'version' is missing");
+  CHECK(error_of(R"({"format":"dbs-subset"})") == p + ": missing field 'version'");
   CHECK(error_of(head + R"("count":3,"indices":[1,3]})") ==
         p + ": field 'count' is 3 but 'indices' has 2 entries");
   CHECK(error_of(head + R"("count":2,"indices":[1,5]})") ==
-        p + ": field 'indices[1]' is 5, out of range for 5 samples");
+        p + ": field 'indices' item 1 must be an integer in [0, 4], got 5");
   CHECK(error_of(head + R"("count":2,"indices":[3,3]})") ==
-        p + ": field 'indices[1]' is 3, not above the previous index (indices ascend, no repeats)");
+        p + ": field 'indices' item 1 is 3, not above the previous one (indices ascend, no repeats)");
   CHECK(error_of(head + R"("count":2,"indices":[1,-3]})") ==
-        p + ": field 'indices[1]' must be a non-negative integer");
+        p + ": field 'indices' item 1 must be an integer in [0, 4], got -3");
   CHECK(error_of(head + R"("count":0,"indices":[]})") ==
         p + ": field 'indices' is empty: a subset keeps at least one sample");
   CHECK(error_of(R"({"format":"dbs-subset","version":1,"method":"x","dataset_samples":5,"dataset_hash":"xyz"})") ==
         p + ": field 'dataset_hash' must be 16 lower-case hex digits");
-  CHECK(error_of("{}").find("field 'format' is missing") != std::string::npos);
+  CHECK(error_of("{}") == p + ": missing field 'format'");
+  CHECK(error_of(head + R"("count":2,"indices":[1,"3"]})") ==
+        p + ": field 'indices' item 1 must be an integer, got string");
 }

@@ -1,9 +1,10 @@
-# Helpers for the end-to-end tests: each test is a bash script that exits 0 (pass), 77 (skip)
-# or anything else (fail), run by tests/run.sh from the repository root.
+# Helpers for the end-to-end tests (tests/e2e) and the lab's (tests/lab): each test is a bash
+# script that exits 0 (pass), 77 (skip) or anything else (fail), run from the repository root.
 set -euo pipefail
 BUILD=${DBS_BUILD:-$PWD/build}
 AGENT=$BUILD/agents/dbs-agent
 BENCH=$BUILD/bench/dbs-bench
+LAB=$BUILD/lab/dbs-lab
 SCHED=$BUILD/scheduler/dbs-scheduler
 MPIRUN=(mpirun ${DBS_MPIRUN_ARGS:---allow-run-as-root --oversubscribe --bind-to none})
 TMP=$(mktemp -d /tmp/dbs-e2e.XXXXXX)

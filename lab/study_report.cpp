@@ -1,4 +1,4 @@
-// dbs-bench study record | report: the command line, the grouping of runs into configurations
+// dbs-lab study record | report: the command line, the grouping of runs into configurations
 // and the Markdown tables (the page is study_page.cpp, the record's JSON study_record.cpp).
 #include <algorithm>
 #include <cstdio>
@@ -6,13 +6,14 @@
 #include <memory>
 #include <set>
 
-#include "bench/study.h"
-#include "bench/study_groups.h"
+#include "lab/lab.h"
+#include "lab/study.h"
+#include "lab/study_groups.h"
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 // Appends " text |" (a Markdown cell after its row's opening "|").
@@ -185,7 +186,7 @@ int run_report(const ReportOptions& o) {
 void add_study_command(CLI::App& app, cli::Action& action) {
   auto* study = app.add_subcommand(
       "study",
-      "the training studies of bench/experiments/{recipe,filtering}.sh: record one finished\n"
+      "the training studies of lab/experiments/{recipe,filtering}.sh: record one finished\n"
       "job as a JSONL record, or report a file of records as tables and an HTML page.");
   study->require_subcommand(1);
 
@@ -194,7 +195,7 @@ void add_study_command(CLI::App& app, cli::Action& action) {
       *study, action, "record",
       "append one job's record (config, per-epoch test accuracy and lr, final accuracy, wall s)\n"
       "to --out, from its --summary and --metrics (JSONL) and its dbs-agent arguments after --.\n"
-      "Example: dbs-bench study record --study recipe --summary s.json --metrics m.jsonl "
+      "Example: dbs-lab study record --study recipe --summary s.json --metrics m.jsonl "
       "--wall-s 61.2 --out recipe.jsonl -- --batch 8192 --lr-scaling linear --warmup-epochs 2",
       rec, run_record);
   r->add_option("--study", rec->study, "recipe or filtering")->required()->check(CLI::IsMember({"recipe", "filtering"}));
@@ -211,11 +212,11 @@ void add_study_command(CLI::App& app, cli::Action& action) {
       "print the study's tables (Markdown) and write its page: test accuracy against epoch per\n"
       "configuration (mean of the seeds, their range shaded); for filtering, final accuracy\n"
       "against batch per data set.\n"
-      "Example: dbs-bench study report --in docs/results/recipe.jsonl --html recipe.html",
+      "Example: dbs-lab study report --in docs/results/recipe.jsonl --html recipe.html",
       rep, run_report);
   p->add_option("--in", rep->in, "the records (JSONL, one study)")->required();
   p->add_option("--html", rep->html, "write the page here");
   p->add_option("--at-epochs", rep->at_epochs, "also tabulate the accuracy after these epochs")->delimiter(',')->capture_default_str();
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -2,7 +2,7 @@
 #   study_arg NAME ARG           the option parser's last case: --help (the script's header),
 #                                an unknown option (exit 2) or the one OUTDIR (sets out)
 #   study_init NAME BUILD DATA   checks OUTDIR was given, the build, mpirun and the dataset;
-#                                sets AGENT, BENCH, NP (default 2); makes OUTDIR
+#                                sets AGENT, LAB, NP (default 2); makes OUTDIR
 #   study_run OUT RUN STUDY DATA_KIND [dbs-agent options...]
 #       one mpirun job of $NP ranks; its summary, metrics and log in OUT/runs/RUN.*, its record
 #       in OUT/runs/RUN.jsonl. A run whose record exists is skipped (re-running a study resumes
@@ -26,9 +26,9 @@ study_init() {
   [ -n "${out:-}" ] || { echo "$1: error: no OUTDIR (see --help)" >&2; exit 2; }
   NP=${NP:-2}
   AGENT=$build/agents/dbs-agent
-  BENCH=$build/bench/dbs-bench
+  LAB=$build/lab/dbs-lab
   [ -x "$AGENT" ] || study_die "no $AGENT: build first (source agents/setup.sh; dbs_build build)"
-  [ -x "$BENCH" ] || study_die "no $BENCH: build with -Dbenchmarks=true"
+  [ -x "$LAB" ] || study_die "no $LAB: build with -Dlab=true"
   command -v mpirun >/dev/null || study_die "mpirun not found (apt-get install openmpi-bin)"
   local f
   for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz \
@@ -58,7 +58,7 @@ study_run() {
   [ "$rc" -eq 0 ] || study_die "$run failed (exit $rc); the last lines of $base.log:
 $(tail -n 5 "$base.log")"
   grep -E '^final:' "$base.log" | sed "s/^/$STUDY_NAME: $run: /" >&2 || true
-  "$BENCH" study record --study "$study" --data "$kind" --summary "$base.summary.json" \
+  "$LAB" study record --study "$study" --data "$kind" --summary "$base.summary.json" \
     --metrics "$base.metrics.jsonl" --wall-s "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" \
     --out "$base.jsonl.tmp" -- "$@"
   mv "$base.jsonl.tmp" "$base.jsonl"

@@ -1,4 +1,4 @@
-// dbs-bench sweep (sweep_bench.cpp measures and predicts, sweep_report.cpp writes the JSON, the
+// dbs-lab sweep (sweep_bench.cpp measures and predicts, sweep_report.cpp writes the JSON, the
 // page and the command line).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 struct SweepOptions {
   std::vector<int> ranks = {1, 2};
@@ -20,7 +20,7 @@ struct SweepOptions {
   std::size_t test_limit = 2000;
   double lr = 0;             // 0 = the agent's default
   bool lr_per_rank = false;  // lr x ranks (the CNN case study: 0.001 x processes)
-  std::string agent;         // dbs-agent; default: next to this dbs-bench in the build tree
+  std::string agent;         // dbs-agent; default: next to this dbs-lab in the build tree
   std::string mpirun = "mpirun --allow-run-as-root --oversubscribe --bind-to none";
   std::string agent_args;    // more dbs-agent options, split on spaces
   std::vector<int> predict_workers = {1, 2, 4, 8, 16, 32, 64, 96};
@@ -60,4 +60,4 @@ nlohmann::json sweep_json(const SweepOptions& o, const std::vector<Cell>& measur
 std::string sweep_html(const SweepOptions& o, const std::vector<Cell>& measured, const Fit& fit,
                        const std::vector<Cell>& predicted);
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The 2-rank balance set in one command: N runs of the quota case (rank 1 held to 33% of a core
 # by a cgroup quota) and N of the sleep case (rank 1 slowed x3 by sleep), alternated so that the
-# machine's drift falls on both, each with bench/experiments/balance_quota.sh's settings (cnn,
+# machine's drift falls on both, each with lab/experiments/balance_quota.sh's settings (cnn,
 # 2 ranks x 1 thread, 6,000 samples, global batch 256, 5 epochs, static, dbs-rate and dbs, every
 # run bracketed by stand-alone rounds); then the tally against the targets (balance_set.py).
-#   bench/experiments/balance_set.sh [BUILD_DIR] [--sets N] [--cases quota,sleep] [--out DIR]
-#       [--quota SPEC] [--sleep SPEC] [-- extra dbs-bench balance options for every run]
+#   lab/experiments/balance_set.sh [BUILD_DIR] [--sets N] [--cases quota,sleep] [--out DIR]
+#       [--quota SPEC] [--sleep SPEC] [-- extra dbs-lab balance options for every run]
 # --quota SPEC is the quota case's --quota (default 1=0.33), --sleep SPEC the sleep case's
 # --disturb (default rank=1,factor=3). Each run leaves in DIR (default out/balance-set-<time>;
-# an existing DIR must hold no results) CASE<i>.json (dbs-bench balance's JSON, written when the
-# run has finished), CASE<i>.err (its stderr, with the bench's own summary) and CASE<i>/ (the
+# an existing DIR must hold no results) CASE<i>.json (dbs-lab balance's JSON, written when the
+# run has finished), CASE<i>.err (its stderr, with dbs-lab balance's own summary) and CASE<i>/ (the
 # runs' traces). The quota case needs root and writable cgroups, as balance_quota.sh.
-# bench/experiments/balance_set.py DIR prints the tally again from the files.
+# lab/experiments/balance_set.py DIR prints the tally again from the files.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --quota) [ $# -ge 2 ] || die "--quota needs a value"; quota_spec=$2; shift 2 ;;
     --sleep) [ $# -ge 2 ] || die "--sleep needs a value"; sleep_spec=$2; shift 2 ;;
     --) shift; break ;;
-    *) die "unknown option '$1' (options for dbs-bench balance go after --)" ;;
+    *) die "unknown option '$1' (options for dbs-lab balance go after --)" ;;
   esac
 done
 [[ $sets =~ ^[1-9][0-9]*$ ]] || die "--sets '$sets': expected a whole number >= 1"
@@ -46,7 +46,7 @@ for a in "$@"; do
   esac
 done
 case $build in /*) ;; *) build=$root/$build ;; esac  # relative to the source root
-[ -x "$build/bench/dbs-bench" ] || die "no $build/bench/dbs-bench (build first)"
+[ -x "$build/lab/dbs-lab" ] || die "no $build/lab/dbs-lab (build first)"
 [ -n "$out" ] || out=out/balance-set-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out" || die "--out '$out': cannot create it"
 if compgen -G "$out/*.json" >/dev/null; then die "--out '$out' already holds results: choose another"; fi

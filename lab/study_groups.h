@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/study.h"
+#include "lab/study.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 struct Group {
   std::string label;                  // config_label of its runs
@@ -32,4 +32,4 @@ Stats epoch_stats(const Group& g, int epoch);
 // The learning rate after warmup, before any decay: lr x the scaling factor.
 double peak_lr(const StudyRun& run);
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -7,7 +7,7 @@
 # 2 ranks, dbs balancing, lenet, Adam at lr 0.001 for batch 128 (0.064 when linearly scaled to
 # 8,192), 20 epochs, lr x 0.1 from epoch 15. Ends with the table on stdout and OUTDIR/recipe.html.
 #
-#   bench/experiments/recipe.sh [options] OUTDIR
+#   lab/experiments/recipe.sh [options] OUTDIR
 #     --build DIR        the build (default: build)
 #     --data DIR         Fashion-MNIST (default: /usr/share/datasets/fashion-mnist)
 #     --epochs N         epochs per run (default 20)
@@ -71,4 +71,4 @@ for seed in ${seeds//,/ }; do
 done
 for r in "${runs[@]}"; do cat "$out/runs/$r.jsonl"; done >"$out/recipe.jsonl"
 echo "recipe.sh: ${#runs[@]} runs in $out/recipe.jsonl; the page is $out/recipe.html" >&2
-"$BENCH" study report --in "$out/recipe.jsonl" --html "$out/recipe.html"
+"$LAB" study report --in "$out/recipe.jsonl" --html "$out/recipe.html"

@@ -1,8 +1,9 @@
-// dbs-bench sweep: training over a grid of ranks x threads x batch sizes, each cell one real
+// dbs-lab sweep: training over a grid of ranks x threads x batch sizes, each cell one real
 // `mpirun ... dbs-agent` run, then the cells this machine cannot hold predicted by the replay
 // simulator (lib/replay, the code behind `dbs-scheduler replay --synthesize`) with a cost model
 // fitted on the measured cells:
-//   per-step time of one rank at batch b:  t(b) = alpha + beta * b     (1-rank, 1-thread cells)
+//   per-step time of one rank at batch b:  t(b) = alpha + beta * b     (1-rank, 1-thread cells,
+//   fitted by policy::fit_samples, the policy's own least squares)
 //   allreduce of W ranks: the ring model, 2 (W-1) latency + 2 (W-1)/W bytes / bandwidth, with
 //   the latency fixed (--latency) and the bandwidth fitted on the 2-rank cells.
 // Prints one JSON document; --out writes one JSON record per cell (JSONL), --html a page with
@@ -22,16 +23,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "bench/bench.h"
-#include "bench/sweep.h"
+#include "lab/sweep.h"
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
+#include "lib/common/stats.h"
+#include "lib/policy/cost.h"
 #include "lib/replay/simulate.h"
 #include "lib/replay/synth.h"
 
 extern char** environ;
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 using nlohmann::json;
@@ -63,13 +65,6 @@ std::vector<std::string> words(const std::string& s) {
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs::path& work) {
   Cell c;
   c.ranks = ranks;
@@ -91,7 +86,7 @@ Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs:
     argv.insert(argv.end(), {"--lr", lr.str()});
   }
   for (const auto& a : words(o.agent_args)) argv.push_back(a);
-  std::fprintf(stderr, "dbs-bench sweep: %d rank(s) x %d thread(s), global batch %d\n", ranks,
+  std::fprintf(stderr, "dbs-lab sweep: %d rank(s) x %d thread(s), global batch %d\n", ranks,
                threads, c.global_batch);
   if (const int rc = run_logged(argv, log.string()); rc != 0)
     throw Error("the cell " + name + " failed (exit " + std::to_string(rc) + "); see " +
@@ -101,7 +96,7 @@ Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs:
   std::vector<double> walls;
   for (const auto& e : s.at("epochs")) walls.push_back(e.at("wall_s").get<double>());
   c.epoch_s = walls;
-  c.epoch_s_median = median(walls);
+  c.epoch_s_median = stats::median(walls);
   c.images_per_s = static_cast<double>(o.train_limit) / c.epoch_s_median;
   c.test_acc = s.at("test_acc").get<double>();
   c.params = s.at("config").at("params").get<std::int64_t>();
@@ -115,35 +110,26 @@ std::int64_t steps_of(std::int64_t n, int batch) { return (n + batch - 1) / batc
 Fit fit_cells(const std::vector<Cell>& cells, std::int64_t n, double latency_s) {
   Fit f;
   f.latency_s = latency_s;
-  std::vector<double> b, t;  // 1 rank, 1 thread: per-step seconds at batch b
+  std::vector<policy::Sample> steps;  // 1 rank, 1 thread: per-step seconds at batch b, weight 1
   for (const Cell& c : cells) {
     if (c.ranks != 1 || c.threads != 1) continue;
-    b.push_back(c.global_batch);
-    t.push_back(c.epoch_s_median / static_cast<double>(steps_of(n, c.global_batch)));
+    steps.push_back({static_cast<double>(c.global_batch), 1.0,
+                     c.epoch_s_median / static_cast<double>(steps_of(n, c.global_batch))});
     f.params = c.params;
   }
-  if (b.empty()) throw ConfigError("the fit needs at least one cell of 1 rank x 1 thread");
-  const double k = static_cast<double>(b.size());
-  double sb = 0, st = 0, sbb = 0, sbt = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    sb += b[i], st += t[i], sbb += b[i] * b[i], sbt += b[i] * t[i];
-  }
-  const double det = k * sbb - sb * sb;
-  if (b.size() >= 2 && det > 0) {
-    f.beta_s = (k * sbt - sb * st) / det;
-    f.alpha_s = (st - f.beta_s * sb) / k;
-  }
-  if (f.beta_s <= 0 || f.alpha_s < 0) {  // one batch size, or a fit without meaning: no alpha
-    f.alpha_s = 0;
-    f.beta_s = st / sb;
-  }
+  if (steps.empty()) throw ConfigError("the fit needs at least one cell of 1 rank x 1 thread");
+  // The policy's fit, degenerate cases included (one batch size, beta <= 0, alpha < 0).
+  const std::optional<policy::Cost> cost = policy::fit_samples(steps);
+  if (!cost) throw ConfigError("the fit needs a 1 rank x 1 thread cell with a positive epoch time");
+  f.alpha_s = cost->alpha;
+  f.beta_s = cost->beta;
   std::vector<double> extra;  // 2 ranks, 1 thread: the per-step seconds the model lacks
   for (const Cell& c : cells) {
     if (c.ranks != 2 || c.threads != 1) continue;
     const double step = c.epoch_s_median / static_cast<double>(steps_of(n, c.global_batch));
     extra.push_back(step - (f.alpha_s + f.beta_s * std::ceil(c.global_batch / 2.0)));
   }
-  f.allreduce2_s = std::max(0.0, median(extra));
+  f.allreduce2_s = std::max(0.0, stats::median(extra));
   const double bytes = replay::allreduce_bytes(f.params, 2);
   const double wire = f.allreduce2_s - 2 * latency_s;  // 2 (W - 1) latencies at W = 2
   f.bandwidth = extra.empty() || wire <= 0 ? 0.0 : bytes / wire;  // 0 = infinite
@@ -205,4 +191,4 @@ int run_sweep(const SweepOptions& o) {
   return 0;
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,15 +1,15 @@
-# bench/experiments/balance_set.sh: the set's files, its tally against the runs' JSON, and what
-# bad options, a failing run and bad files get (figures are not judged: benchmarks, not tests).
-source "$(dirname "$0")/common.bash"
-SET=bench/experiments/balance_set.sh
-TALLY=bench/experiments/balance_set.py
+# lab/experiments/balance_set.sh: the set's files, its tally against the runs' JSON, and what
+# bad options, a failing run and bad files get (figures are not judged: studies, not tests).
+source "$(dirname "$0")/../e2e/common.bash"
+SET=lab/experiments/balance_set.sh
+TALLY=lab/experiments/balance_set.py
 set_fails() { local want=$1; shift; expect_fail "$want" "$SET" "$BUILD" "$@"; }  # before any run
 set_fails "--sets '0': expected a whole number >= 1" --sets 0 --out "$TMP/x"
 set_fails "--cases 'quota,slow': 'slow' is not quota or sleep" --cases quota,slow --out "$TMP/x"
 set_fails "'--quota' after --: the cases set it" --out "$TMP/x" -- --quota 1=0.5
 set_fails "'--trace-dir=t' after --" --out "$TMP/x" -- --trace-dir=t
 set_fails "unknown option '--set'" --set 2
-expect_fail "no /nonexistent/bench/dbs-bench (build first)" "$SET" /nonexistent --out "$TMP/x"
+expect_fail "no /nonexistent/lab/dbs-lab (build first)" "$SET" /nonexistent --out "$TMP/x"
 [ ! -e "$TMP/x" ] || fail "a refused set made its --out"
 echo "balance_set.sh option errors ok"
 

@@ -6,12 +6,13 @@
 #include <cmath>
 #include <set>
 
-#include "bench/study.h"
-#include "bench/study_groups.h"
+#include "lab/study.h"
+#include "lab/study_groups.h"
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/common/format.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 std::string td(const std::string& s) { return "<td>" + chart::escape(s) + "</td>"; }
@@ -149,13 +150,9 @@ std::string study_html(const std::vector<StudyRun>& runs, const std::string& sou
   const std::vector<Group> groups = group_runs(runs);
   const bool recipe = runs.front().study == "recipe";
   const std::string title = recipe ? "the large-batch recipe" : "training on filtered data";
-  std::string h =
-      "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><head><meta charset=\"utf-8\"/>"
-      "<title>dbs-bench study: " + title + "</title><style>body{font-family:sans-serif;margin:2em}"
-      "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;"
-      "text-align:right}td:first-child{text-align:left}</style></head><body>\n<h1>dbs-bench "
-      "study: " + title + "</h1>\n<p>" + chart::escape(settings_text(runs)) + " Records: " +
-      chart::escape(source) + ".</p>\n";
+  std::string h = "<h1>dbs-lab study: " + title + "</h1>\n<p>" +
+                  chart::escape(settings_text(runs)) + " Records: " + chart::escape(source) +
+                  ".</p>\n";
   h += "<table><tr><th>configuration</th><th>peak lr</th><th>final test accuracy per seed (%)"
        "</th><th>mean ± ½ range</th><th>best epoch (mean, %)</th><th>wall s (mean)</th></tr>\n";
   for (const Group& g : groups) {
@@ -191,7 +188,8 @@ std::string study_html(const std::vector<StudyRun>& runs, const std::string& sou
            "\n";
     }
   }
-  return h + "</body></html>\n";
+  return chart::html_page(
+      {"dbs-lab study: " + title, "body{margin:2em}td:first-child{text-align:left}", ""}, h);
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

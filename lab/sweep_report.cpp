@@ -1,4 +1,4 @@
-// dbs-bench sweep: its JSON, its page and its command line (the runs are in sweep_bench.cpp).
+// dbs-lab sweep: its JSON, its page and its command line (the runs are in sweep_bench.cpp).
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,12 +8,13 @@
 #include <set>
 
 #include "lib/common/cli.h"
-#include "bench/bench.h"
-#include "bench/sweep.h"
+#include "lab/lab.h"
+#include "lab/sweep.h"
 #include "lib/chart/chart.h"
+#include "lib/chart/page.h"
 #include "lib/common/format.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 using nlohmann::json;
@@ -120,12 +121,8 @@ json sweep_json(const SweepOptions& o, const std::vector<Cell>& measured, const 
 
 std::string sweep_html(const SweepOptions& o, const std::vector<Cell>& measured, const Fit& fit,
                        const std::vector<Cell>& predicted) {
-  std::string h =
-      "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><head><meta charset=\"utf-8\"/>"
-      "<title>dbs-bench sweep</title><style>body{font-family:sans-serif;margin:2em}"
-      "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;"
-      "text-align:right}</style></head><body>\n<h1>dbs-bench sweep: " +
-      chart::escape(o.model) + ", " + std::to_string(o.train_limit) + " samples per epoch</h1>\n";
+  std::string h = "<h1>dbs-lab sweep: " + chart::escape(o.model) + ", " +
+                  std::to_string(o.train_limit) + " samples per epoch</h1>\n";
   h += "<h2>Measured</h2>\n<table><tr><th>ranks</th><th>threads</th><th>global batch</th>"
        "<th>s per epoch (median)</th><th>images/s</th><th>test accuracy</th>"
        "<th>predicted s</th></tr>\n";
@@ -159,8 +156,8 @@ std::string sweep_html(const SweepOptions& o, const std::vector<Cell>& measured,
     h += "</tr>\n";
   }
   h += "</table>\n" + time_chart(o, measured, predicted) + "\n" + accuracy_chart(o, measured) +
-       "\n</body></html>\n";
-  return h;
+       "\n";
+  return chart::html_page({"dbs-lab sweep", "body{margin:2em}", ""}, h);
 }
 
 void add_sweep_command(CLI::App& app, Action& action) {
@@ -169,7 +166,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
       "sweep",
       "training over ranks x threads x batch sizes (one mpirun per cell), then the cells this\n"
       "machine cannot hold predicted by the replay simulator fitted on the measured ones.\n"
-      "Example: dbs-bench sweep --ranks 1,2 --threads 1,2 --batch 128,256,512,1024 "
+      "Example: dbs-lab sweep --ranks 1,2 --threads 1,2 --batch 128,256,512,1024 "
       "--out sweep.jsonl --html sweep.html");
   const auto positive = dbs::cli::above(0);
   cmd->add_option("--ranks", o->ranks, "ranks (mpirun -np)")->delimiter(',')->check(positive)->capture_default_str();
@@ -201,4 +198,4 @@ void add_sweep_command(CLI::App& app, Action& action) {
   });
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

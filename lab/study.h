@@ -1,5 +1,5 @@
-// dbs-bench study: the training studies of issue 13 section 2 (the large-batch recipe, training
-// on filtered data). bench/experiments/{recipe,filtering}.sh run the jobs; `study record` turns
+// dbs-lab study: the training studies of issue 13 section 2 (the large-batch recipe, training
+// on filtered data). lab/experiments/{recipe,filtering}.sh run the jobs; `study record` turns
 // one job's --summary and --metrics into one JSONL record (study_record.cpp), `study report`
 // reads the records back and prints the table and writes the page (study_report.cpp,
 // study_page.cpp).
@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/cli.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 // One epoch of one run, as rank 0 measured it.
 struct StudyEpoch {
@@ -62,6 +61,4 @@ std::string study_record(const std::string& study, const std::string& data,
 // The page: settings, tables and the charts (study_page.cpp).
 std::string study_html(const std::vector<StudyRun>& runs, const std::string& source);
 
-void add_study_command(CLI::App& app, cli::Action& action);  // study_report.cpp
-
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,4 +1,4 @@
-#include "bench/cgroup.h"
+#include "lab/cgroup.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 constexpr const char* kV1Root = "/sys/fs/cgroup/cpu";
@@ -113,4 +113,4 @@ CpuCgroup::~CpuCgroup() {
   ::rmdir(dir_.c_str());
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,14 +1,14 @@
-// dbs-bench balance's stand-alone rounds (balance.h).
+// dbs-lab balance's stand-alone rounds (balance.h).
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-#include "bench/balance.h"
+#include "lab/balance.h"
 #include "lib/comm/mpi.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 // Rank r training alone (a world of one) on `limit` samples, under its disturbances, active
@@ -107,4 +107,4 @@ std::vector<double> concurrent_rates(const BalanceOptions& o, comm::Communicator
   return rates;
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

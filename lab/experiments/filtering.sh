@@ -6,7 +6,7 @@
 # it, 6 epochs, the same settings for the three data sets at each batch. Ends with the table on
 # stdout and OUTDIR/filtering.html.
 #
-#   bench/experiments/filtering.sh [options] OUTDIR
+#   lab/experiments/filtering.sh [options] OUTDIR
 #     --build DIR        the build (default: build)
 #     --data DIR         Fashion-MNIST (default: /usr/share/datasets/fashion-mnist)
 #     --weights FILE     trained weights to filter with (default: OUTDIR/cnn.bin, trained first
@@ -93,4 +93,4 @@ for seed in ${seeds//,/ }; do
 done
 for r in "${runs[@]}"; do cat "$out/runs/$r.jsonl"; done >"$out/filtering.jsonl"
 echo "filtering.sh: ${#runs[@]} runs in $out/filtering.jsonl; the page is $out/filtering.html" >&2
-"$BENCH" study report --in "$out/filtering.jsonl" --html "$out/filtering.html"
+"$LAB" study report --in "$out/filtering.jsonl" --html "$out/filtering.html"

@@ -1,4 +1,4 @@
-// dbs-bench balance's options, and its stand-alone rounds (balance_solo.cpp): the speed each rank
+// dbs-lab balance's options, and its stand-alone rounds (balance_solo.cpp): the speed each rank
 // has training alone, one rank at a time or all at once, from which the benchmark's ideals come.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "lib/policy/plan.h"
 #include "lib/train/trainer.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 struct BalanceOptions {
   std::string model = "cnn";                  // model
@@ -64,4 +64,4 @@ std::vector<double> concurrent_rates(const BalanceOptions& o, comm::Communicator
                                      const std::vector<double>& sequential, double& cover,
                                      std::vector<int>& fillers);
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

@@ -1,5 +1,5 @@
 // A CPU cgroup of its own for this process, for benchmarks that hold a rank to a CPU quota
-// (dbs-bench balance --quota). cgroup v1 (the cpu controller mounted at /sys/fs/cgroup/cpu) or
+// (dbs-lab balance --quota). cgroup v1 (the cpu controller mounted at /sys/fs/cgroup/cpu) or
 // cgroup v2 (cpu.max, when the parent enables the cpu controller). The group is created under
 // the cgroup the process is in, named by the caller; the destructor moves the process back and
 // removes the group, so nothing is left behind unless the process is killed or aborted (then
@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace dbs::bench {
+namespace dbs::lab {
 
 class CpuCgroup {
  public:
@@ -36,4 +36,4 @@ class CpuCgroup {
   bool v2_ = false;
 };
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

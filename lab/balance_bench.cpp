@@ -1,9 +1,9 @@
-// dbs-bench balance (run under mpirun): the same short training under several policies with the
+// dbs-lab balance (run under mpirun): the same short training under several policies with the
 // same disturbance; per-epoch wall and ideal times, the steady-state ratio to the ideal, and the
 // speedup over static. A run is "static", "dbs", "dbs-rate", "fixed:..." or "dbs@K" (dbs
 // re-planning every K steps as well; also dbs-rate@K).
 //
-// --quota RANK=CORES puts every rank in a CPU cgroup of its own (bench/cgroup.h; ranks without a
+// --quota RANK=CORES puts every rank in a CPU cgroup of its own (lab/cgroup.h; ranks without a
 // quota unlimited) for the whole benchmark; --quota none, as --disturb none, holds none. The
 // independent ideal: before the runs, each rank in turn trains alone (a world of one, global batch
 // B, --solo-epochs epochs of --solo-limit samples) while the others sleep in a barrier; its rate
@@ -42,9 +42,9 @@
 #include <optional>
 #include <sstream>
 
-#include "bench/balance.h"
-#include "bench/bench.h"
-#include "bench/cgroup.h"
+#include "lab/balance.h"
+#include "lab/lab.h"
+#include "lab/cgroup.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
@@ -52,10 +52,13 @@
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
+#include "lib/policy/ideal.h"
 #include "lib/policy/policy.h"
 #include "lib/train/trainer.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
+
+using policy::ideal_time;  // N / sum of the rates, 0 without rates
 
 // --disturb specs; "" and "none" add nothing.
 std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
@@ -107,7 +110,7 @@ std::map<int, double> parse_quotas(const std::vector<std::string>& specs, int wo
   return out;
 }
 
-// Puts every rank in its cgroup ("dbs-bench-<launcher pid>-rank<r>", quota or unlimited), or
+// Puts every rank in its cgroup ("dbs-lab-<launcher pid>-rank<r>", quota or unlimited), or
 // throws on every rank if any rank could not make its own (the message of the first that
 // failed), group left empty.
 void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
@@ -116,11 +119,11 @@ void enter_cgroup(const std::map<int, double>& quotas, comm::Communicator& comm,
   comm.broadcast_bytes(&launcher, sizeof launcher, 0);
   char error[256] = {};
   try {
-    if (const int n = CpuCgroup::remove_leftovers("dbs-bench-", launcher); n > 0)
+    if (const int n = CpuCgroup::remove_leftovers("dbs-lab-", launcher); n > 0)
       log::warn("removed " + std::to_string(n) +
                 " CPU cgroup(s) left by an earlier killed or aborted run");
     const auto q = quotas.find(comm.rank());
-    group.emplace("dbs-bench-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
+    group.emplace("dbs-lab-" + std::to_string(launcher) + "-rank" + std::to_string(comm.rank()),
                   q == quotas.end() ? 0.0 : q->second);
   } catch (const std::exception& e) {
     std::snprintf(error, sizeof error, "rank %d: %s", comm.rank(), e.what());
@@ -180,13 +183,6 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
   return c;
 }
 
-// N / sum of the rates (0 without rates).
-double ideal_of(const std::vector<double>& rates, double n) {
-  double sum = 0;
-  for (const double v : rates) sum += v;
-  return sum > 0 ? n / sum : 0.0;
-}
-
 nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Communicator& comm,
                        const data::FashionMnist& data) {
   const train::Config c = run_config(o, run);
@@ -238,7 +234,7 @@ void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::
     return v == 0 ? std::string("-") : format("%.*fx", digits, v);
   };
   std::fprintf(f,
-               "dbs-bench balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
+               "dbs-lab balance: %d rank(s), steady epochs %d-%d; epoch time over each ideal "
                "(drift: the stand-alone ideal after the run over the one before, - 1)\n",
                out["ranks"].get<int>(), steady_from, epochs);
   std::fprintf(f, "%-14s %8s %12s %9s %7s %11s %7s %11s %9s %7s\n", "run", "epoch_s",
@@ -279,13 +275,13 @@ int run_balance(const BalanceOptions& given) {
   try {  // every run's config, before anything runs
     for (const auto& run : o.runs) run_config(o, run);
   } catch (const ConfigError& e) {
-    return cli::fail("dbs-bench balance", e.what(), cli::usage_error);
+    return cli::fail("dbs-lab balance", e.what(), cli::usage_error);
   }
   if (!o.trace_dir.empty()) {  // made now (mkdir -p), not found missing after the stand-alone runs
     std::error_code ec;
     std::filesystem::create_directories(o.trace_dir, ec);
     if (ec)
-      return cli::fail("dbs-bench balance",
+      return cli::fail("dbs-lab balance",
                        "--trace-dir " + o.trace_dir + ": cannot create it: " + ec.message(),
                        cli::usage_error);
   }
@@ -318,7 +314,7 @@ int run_balance(const BalanceOptions& given) {
         error = e.what();
       }
       if (error.empty()) continue;
-      if (setup->rank() == 0) cli::fail("dbs-bench balance", error, cli::usage_error);
+      if (setup->rank() == 0) cli::fail("dbs-lab balance", error, cli::usage_error);
       return cli::usage_error;
     }
     try {
@@ -347,13 +343,13 @@ int run_balance(const BalanceOptions& given) {
     auto round = [&](const std::string& after_run) {
       rounds.push_back(solo_rates(o, *comm, data));
       round_list.push_back({{"after_run", after_run}, {"solo_rate", rounds.back()},
-                            {"independent_ideal_s", ideal_of(rounds.back(), n)}});
+                            {"independent_ideal_s", ideal_time(rounds.back(), n)}});
       if (!o.solo_concurrent) return;
       double cover = 0;
       std::vector<int> fillers;
       together.push_back(concurrent_rates(o, *comm, data, rounds.back(), cover, fillers));
       round_list.back()["concurrent_rate"] = together.back();
-      round_list.back()["concurrent_ideal_s"] = ideal_of(together.back(), n);
+      round_list.back()["concurrent_ideal_s"] = ideal_time(together.back(), n);
       round_list.back()["concurrent_cover"] = cover;
       round_list.back()["concurrent_filler_epochs"] = fillers;
     };
@@ -367,7 +363,7 @@ int run_balance(const BalanceOptions& given) {
     const bool after_all = solo && o.solo_after;
     const std::vector<double> first = solo ? rounds.front() : std::vector<double>{};
     const std::vector<double> after = after_all ? rounds.back() : std::vector<double>{};
-    const double independent_s = ideal_of(first, n), after_s = ideal_of(after, n);
+    const double independent_s = ideal_time(first, n), after_s = ideal_time(after, n);
     double static_wall = 0;
     for (const auto& r : runs)
       if (r["run"] == "static") static_wall = r["steady_wall_s"].get<double>();
@@ -378,13 +374,13 @@ int run_balance(const BalanceOptions& given) {
       r["steady_ratio_to_independent"] = independent_s > 0 ? wall / (independent_s * steady) : 0.0;
       if (after_s > 0) r["steady_ratio_to_independent_after"] = wall / (after_s * steady);
       if (solo && before[i] + 1 < rounds.size()) {
-        const double b = ideal_of(rounds[before[i]], n), a = ideal_of(rounds[before[i] + 1], n);
+        const double b = ideal_time(rounds[before[i]], n), a = ideal_time(rounds[before[i] + 1], n);
         const double bracket = (a + b) / 2;
         r["bracket_ideal_s"] = {b, a};
         r["bracket_drift"] = b > 0 ? a / b - 1 : 0.0;
         r["steady_ratio_to_bracket"] = bracket > 0 ? wall / (bracket * steady) : 0.0;
         if (!o.solo_concurrent) continue;
-        const double cb = ideal_of(together[before[i]], n), ca = ideal_of(together[before[i] + 1], n);
+        const double cb = ideal_time(together[before[i]], n), ca = ideal_time(together[before[i] + 1], n);
         r["concurrent_bracket_ideal_s"] = {cb, ca};
         r["concurrent_bracket_drift"] = cb > 0 ? ca / cb - 1 : 0.0;
         r["steady_ratio_to_concurrent_bracket"] = cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
@@ -401,7 +397,7 @@ int run_balance(const BalanceOptions& given) {
                                 {"independent_drift", independent_s > 0 && after_s > 0
                                                           ? after_s / independent_s - 1 : 0.0},
                                 {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
-                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_of(together.front(), n)},
+                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_time(together.front(), n)},
                                 {"solo_rounds", round_list},
                                 {"steady_from_epoch", o.steady_from}, {"runs", runs}});
       std::puts(out.dump(2).c_str());
@@ -421,7 +417,8 @@ int run_balance(const BalanceOptions& given) {
 void add_balance_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<BalanceOptions>();
   auto* cmd = cli::add_command(
-      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun)",
+      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun).\n"
+      "Example: mpirun -np 2 dbs-lab balance --model lenet --epochs 3 --runs static,dbs",
       o, run_balance);
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
   cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(dbs::cli::above(0));
@@ -445,4 +442,4 @@ void add_balance_command(CLI::App& app, Action& action) {
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab

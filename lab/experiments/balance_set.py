@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The tally of a balance set (bench/experiments/balance_set.sh): one line per run of the
+"""The tally of a balance set (lab/experiments/balance_set.sh): one line per run of the
 policy (default dbs) in each case, and how many runs met the targets.
 
-    bench/experiments/balance_set.py DIR [--policy NAME]
+    lab/experiments/balance_set.py DIR [--policy NAME]
 
-DIR holds quota<i>.json and sleep<i>.json, dbs-bench balance's JSON. The targets, over the
+DIR holds quota<i>.json and sleep<i>.json, dbs-lab balance's JSON. The targets, over the
 steady epochs: the quota case within 1.10x of the bracketed stand-alone ideal, at least 1.8x
 faster than static and at most one plan change; the sleep case within 1.05x of it. Each run's
 ratio is only as good as its bracket's drift (the stand-alone ideal after the run over the one
@@ -23,7 +23,7 @@ import re
 import signal
 import sys
 
-DRIFT_NOTE = 0.10  # as dbs-bench balance's summary notes (kDriftNote)
+DRIFT_NOTE = 0.10  # as dbs-lab balance's summary notes (kDriftNote)
 TARGETS = {  # case: (/bracket at most, vs static at least, plan changes at most)
     "quota": (1.10, 1.8, 1),
     "sleep": (1.05, None, None),
@@ -72,7 +72,7 @@ def load(path, case, policy):
                 q for q in d["disturb"] if q not in ("", "none")),
         }
     except (KeyError, TypeError, IndexError, ZeroDivisionError) as e:
-        fail("%s: not dbs-bench balance's JSON (%s: %s)" % (path, type(e).__name__, e))
+        fail("%s: not dbs-lab balance's JSON (%s: %s)" % (path, type(e).__name__, e))
 
 
 def ratio(v):

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The acceptance measurement of DBS under a CPU quota (issue 11): 2 ranks x 1 thread, cnn,
 # 6,000 samples, global batch 256, 5 epochs, rank 1 held to 33% of a core by a cgroup quota,
-# runs static, dbs-rate and dbs, prints dbs-bench balance's JSON (epoch seconds, plans per epoch, plan
+# runs static, dbs-rate and dbs, prints dbs-lab balance's JSON (epoch seconds, plans per epoch, plan
 # changes in the steady epochs, ratio to the independent ideal from stand-alone runs).
-#   bench/experiments/balance_quota.sh [BUILD_DIR] [-- extra dbs-bench balance options]
-# e.g. bench/experiments/balance_quota.sh build -- --quota 1=0.5 --wait spin --runs dbs
+#   lab/experiments/balance_quota.sh [BUILD_DIR] [-- extra dbs-lab balance options]
+# e.g. lab/experiments/balance_quota.sh build -- --quota 1=0.5 --wait spin --runs dbs
 # Needs root and writable cgroups (v1 cpu controller or v2). The cgroups are named
-# dbs-bench-<mpirun pid>-rank<r>; the ranks remove them on exit, and this script removes any
+# dbs-lab-<mpirun pid>-rank<r>; the ranks remove them on exit, and this script removes any
 # left by a killed run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -14,8 +14,8 @@ build=build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 case $build in /*) ;; *) build=$root/$build ;; esac  # relative to the source root
-bench="$build/bench/dbs-bench"
-[ -x "$bench" ] || { echo "balance_quota.sh: no $bench (build first)" >&2; exit 1; }
+lab="$build/lab/dbs-lab"
+[ -x "$lab" ] || { echo "balance_quota.sh: no $lab (build first)" >&2; exit 1; }
 
 # The defaults; an option given after -- replaces its default.
 defaults=(--model cnn --threads 1 --batch 256 --epochs 5 --train-limit 6000 --test-limit 1000
@@ -24,11 +24,11 @@ args=(balance)
 for ((i = 0; i < ${#defaults[@]}; i += 2)); do
   case " $* " in *" ${defaults[i]} "*) ;; *) args+=("${defaults[i]}" "${defaults[i + 1]}") ;; esac
 done
-mpirun --allow-run-as-root --oversubscribe --bind-to none -np "${NP:-2}" "$bench" "${args[@]}" "$@" &
+mpirun --allow-run-as-root --oversubscribe --bind-to none -np "${NP:-2}" "$lab" "${args[@]}" "$@" &
 pid=$!
 cleanup() {
   local d
-  for d in /sys/fs/cgroup/cpu/dbs-bench-"$pid"-rank* /sys/fs/cgroup/dbs-bench-"$pid"-rank*; do
+  for d in /sys/fs/cgroup/cpu/dbs-lab-"$pid"-rank* /sys/fs/cgroup/dbs-lab-"$pid"-rank*; do
     [ -d "$d" ] && rmdir "$d" 2>/dev/null || true
   done
 }

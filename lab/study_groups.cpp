@@ -1,5 +1,5 @@
 // Grouping and labelling of study runs (see study_groups.h).
-#include "bench/study_groups.h"
+#include "lab/study_groups.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 
-namespace dbs::bench {
+namespace dbs::lab {
 namespace {
 
 int data_order(const std::string& d) { return d == "full" ? 0 : d == "filtered" ? 1 : 2; }
@@ -103,4 +103,4 @@ double peak_lr(const StudyRun& r) {
   return r.lr * (r.lr_scaling == "linear" ? ratio : r.lr_scaling == "sqrt" ? std::sqrt(ratio) : 1);
 }
 
-}  // namespace dbs::bench
+}  // namespace dbs::lab
