@@ -8,7 +8,7 @@ usage() {
   cat <<'EOF'
 usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
   (none)      install, build build/, run the suites unit, mpi, e2e, python (the dbs package
-              with PyTorch), lab (dbs-lab's studies and report writers) and cluster
+              with PyTorch), lab (dbs-lab's studies and report writers), docs and cluster
   --quick     the unit suite only
   --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
   --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
@@ -53,7 +53,7 @@ if [ "$mode" = fuzz ]; then
   exit
 fi
 
-dir=build suites=(unit mpi e2e python lab cluster) setup=()
+dir=build suites=(unit mpi e2e python lab docs cluster) setup=()
 if [ "$mode" = soak ]; then
   dbs_build build || { closing 0 1 0; exit; }
   if python3 tests/soak/soak.py --build build; then closing 1 0 0; else closing 0 1 0; fi

@@ -1,6 +1,6 @@
 # --metrics: one row per epoch and rank (CSV or JSONL), into folders created at start; the
 # rows agree with the summary (busy included); a resumed run keeps the CSV's columns and refuses
-# a file that is not ours; the README's gnuplot line plots it. Log lines carry an ISO 8601
+# a file that is not ours; the training guide's gnuplot line plots it. Log lines carry an ISO 8601
 # UTC timestamp and the rank. --decay-epochs counts epochs from 1 (the lr column shows it).
 source "$(dirname "$0")/common.bash"
 args=(--model lenet --epochs 2 --train-limit 256 --test-limit 128 --batch 64 --optimizer sgd
@@ -77,16 +77,16 @@ print("jsonl ok:", len(rows), "rows")
 PY
 grep -q "\[rank 1\]" "$TMP/err2" || fail "rank 1 logs without its rank"
 
-# The README's plot line, as it stands, on this file.
-cmd=$(grep -m1 '^gnuplot -e' README.md) || fail "README has no gnuplot line"
+# The training guide's plot line, as it stands, on this file.
+cmd=$(grep -m1 '^gnuplot -e' docs/guides/training.md) || fail "docs/guides/training.md has no gnuplot line"
 command -v gnuplot >/dev/null ||
   (source agents/setup.sh && dbs_install_missing gnuplot-nox) >/dev/null 2>&1 || true
 if command -v gnuplot >/dev/null; then
   mkdir -p "$TMP/plot/out"
   cp "$TMP/m/deep/metrics.csv" "$TMP/plot/out/metrics.csv"
-  (cd "$TMP/plot" && eval "$cmd") || fail "README gnuplot line failed: $cmd"
+  (cd "$TMP/plot" && eval "$cmd") || fail "the guide's gnuplot line failed: $cmd"
   [ "$(head -c 4 "$TMP/plot/out/throughput.png" | tail -c 3)" = PNG ] || fail "no PNG from: $cmd"
-  echo "README plot line ok: $(stat -c %s "$TMP/plot/out/throughput.png") bytes of PNG"
+  echo "guide plot line ok: $(stat -c %s "$TMP/plot/out/throughput.png") bytes of PNG"
 else
-  echo "gnuplot not installed and not installable (not root?): README plot line not run"
+  echo "gnuplot not installed and not installable (not root?): the guide's plot line not run"
 fi

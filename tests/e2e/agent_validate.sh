@@ -68,7 +68,7 @@ grep -q "^dbs-agent: error: --policy fixed:100,20,8 (2 rank(s))" <<<"$out" || fa
 echo "ok: --policy checked against the launcher's 2 ranks"
 
 # Help: grouped options, --lr-scaling lists constant, --decay-epochs counts from 1; the
-# scheduler's top-level help cites a trace that exists and the state folder of the README.
+# scheduler's top-level help cites a trace that exists and the state folder of the docs.
 help=$("$AGENT" --help)
 for group in "Data:" "Model and optimisation:" "Balance:" "Scheduler daemon:" "Output:" "Checkpoint:" "Performance:"; do
   grep -q "^$group" <<<"$help" || fail "agent --help has no group '$group'"
@@ -82,5 +82,5 @@ for trace in $(grep -o 'traces/[A-Za-z0-9_.-]*\.jsonl' <<<"$shelp"); do
 done
 dirs=$( (grep -o -- '--state-dir [^ ]*' <<<"$shelp"; "$SCHED" serve --help | grep -o -- '--state-dir /[^ ]*') | sort -u)
 [ "$(wc -l <<<"$dirs")" -eq 1 ] || fail "the scheduler's help names different state folders: $dirs"
-grep -qF -- "$dirs" README.md || fail "the help's $dirs is not the README's"
+grep -rqF -- "$dirs" README.md docs || fail "the help's $dirs is in neither README.md nor docs/"
 echo "help checked"
