@@ -226,18 +226,18 @@ std::string synthesize(const Spec& s) {
       if (d.overlaps(epoch)) out += line(trace::disturbance_record(d, epoch));
     for (std::size_t k = 1; k < run.plans.size(); ++k)
       out += line(trace::plan_record(rounded(run.plans[k].plan), run.plans[k].step, "rebalance"));
-    double sum_v = 0;
+    std::vector<double> throughput;  // as written, rounded
     for (policy::Report rep : run.reports) {
       rep.compute_s = round_sig(rep.compute_s, 7);
       rep.comm_s = round_sig(rep.comm_s, 7);
       rep.step_rate_median = round_sig(rep.step_rate_median, 7);
       json j = trace::rank_record(rep, hosts[static_cast<std::size_t>(rep.rank)]);
       j["throughput"] = round_sig(rep.throughput(), 7);
-      sum_v += j["throughput"].get<double>();
+      throughput.push_back(j["throughput"].get<double>());
       out += line(j);
     }
     out += line(trace::eval_record(epoch, round_sig(run.time_s, 7),
-                                   static_cast<double>(s.settings.samples_per_epoch), sum_v,
+                                   static_cast<double>(s.settings.samples_per_epoch), throughput,
                                    run.replans));
     out += line(trace::plan_record(rounded(run.next), 0, "embedded"));
   }

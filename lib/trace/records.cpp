@@ -1,5 +1,7 @@
 #include "lib/trace/records.h"
 
+#include "lib/policy/ideal.h"
+
 #include <limits>
 
 namespace dbs::trace {
@@ -25,12 +27,13 @@ std::optional<double> optional_number(const Fields& f, const char* key) {
 
 }  // namespace
 
-Eval eval_of(std::int64_t epoch, double wall_s, double samples, double sum_v, int replans) {
+Eval eval_of(std::int64_t epoch, double wall_s, double samples, std::span<const double> throughput,
+             int replans) {
   Eval e;
   e.epoch = epoch;
   e.wall_s = wall_s;
   e.images_per_s = wall_s > 0 ? samples / wall_s : 0.0;
-  e.ideal_s = sum_v > 0 ? samples / sum_v : 0.0;
+  e.ideal_s = policy::ideal_time(throughput, samples);
   e.efficiency = wall_s > 0 ? e.ideal_s / wall_s : 0.0;
   e.replans = replans;
   return e;

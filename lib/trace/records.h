@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,10 @@ struct Eval {
   // The daemon's: ranks whose reports it planned without (at its report timeout).
   std::vector<int> missing;
 };
-// An eval of `samples` samples trained in wall_s by ranks of summed throughput sum_v.
-Eval eval_of(std::int64_t epoch, double wall_s, double samples, double sum_v, int replans);
+// An eval of `samples` samples trained in wall_s by ranks of these throughputs (samples/s;
+// ideal_s is policy::ideal_time of them).
+Eval eval_of(std::int64_t epoch, double wall_s, double samples, std::span<const double> throughput,
+             int replans);
 nlohmann::json to_json(const Eval& e);
 // Throws FieldError (through f) for a malformed record.
 Eval eval_from_json(const Fields& f);

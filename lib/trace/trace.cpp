@@ -45,8 +45,9 @@ json disturbance_record(const Disturbance& d, std::int64_t epoch) {
   return j;
 }
 
-json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v, int replans) {
-  return to_json(eval_of(epoch, wall_s, samples, sum_v, replans));
+json eval_record(std::int64_t epoch, double wall_s, double samples,
+                 std::span<const double> throughput, int replans) {
+  return to_json(eval_of(epoch, wall_s, samples, throughput, replans));
 }
 
 Writer::Writer(const std::string& path, const json& head, bool append) : path_(path) {

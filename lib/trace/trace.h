@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -29,9 +30,9 @@ nlohmann::json plan_record(const policy::Plan& plan, std::int64_t step, const st
 nlohmann::json rank_record(const policy::Report& report, const std::string& host);
 nlohmann::json disturbance_record(const Disturbance& d, std::int64_t epoch);
 // The end of an epoch: its training time wall_s and what follows from it for `samples` samples
-// computed by ranks of summed throughput sum_v (ideal_s = samples / sum_v): to_json(eval_of(...)).
-nlohmann::json eval_record(std::int64_t epoch, double wall_s, double samples, double sum_v,
-                           int replans);
+// computed by ranks of these throughputs: to_json(eval_of(...)).
+nlohmann::json eval_record(std::int64_t epoch, double wall_s, double samples,
+                           std::span<const double> throughput, int replans);
 
 // Appends records to a trace file, one JSON object per line. Lines are written whole; flush()
 // makes them durable (called once per epoch).

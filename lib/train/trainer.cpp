@@ -10,6 +10,7 @@
 #include "lib/common/log.h"
 #include "lib/data/subset.h"
 #include "lib/nn/model.h"
+#include "lib/policy/ideal.h"
 #include "lib/train/metrics.h"
 #include "lib/train/stop.h"
 
@@ -66,14 +67,6 @@ int agreed_signal(comm::Communicator& comm) {
 
 data::Dataset take(data::Dataset&& d, std::size_t limit) {
   return limit == 0 || limit >= d.n ? std::move(d) : d.head(limit);
-}
-
-// The ideal time of an epoch: `samples` samples computed by ranks of these throughputs
-// (samples / compute second) with no waiting, N / sum of v_i (0 when no rank has a rate).
-double ideal_epoch_s(double samples, std::span<const double> throughput) {
-  double sum_v = 0.0;
-  for (const double v : throughput) sum_v += v;
-  return sum_v > 0 ? samples / sum_v : 0.0;
 }
 
 }  // namespace
@@ -209,16 +202,16 @@ EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
   r.wall_s = es.wall_s;
   r.images_per_s = static_cast<double>(es.samples) / es.wall_s;
   for (const auto& rep : reports) r.throughput.push_back(rep.throughput());
-  r.ideal_s = ideal_epoch_s(static_cast<double>(es.samples), r.throughput);
+  r.ideal_s = policy::ideal_time(r.throughput, static_cast<double>(es.samples));
   r.efficiency = r.ideal_s / es.wall_s;
-  double sum_busy_v = 0.0;  // samples per busy second, summed over ranks
+  std::vector<double> busy_v;  // per rank, samples per busy second (0: unknown)
   // Unknown for an epoch continued from a checkpoint: the timings miss the steps before it.
   for (const auto& rep : es.continued ? std::span<const policy::Report>() : reports) {
     const double busy = timings_[static_cast<std::size_t>(rep.rank)].busy_s;
     r.busy.push_back(busy / es.wall_s);
-    sum_busy_v += busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0;
+    busy_v.push_back(busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0);
   }
-  r.busy_ideal_s = sum_busy_v > 0 ? static_cast<double>(es.samples) / sum_busy_v : 0.0;
+  r.busy_ideal_s = policy::ideal_time(busy_v, static_cast<double>(es.samples));
   r.train_loss = es.loss_sum / static_cast<double>(es.samples);
   r.test_loss = test.first;
   r.test_acc = test.second;

@@ -197,14 +197,15 @@ EpochOutcome outcome_from_json(const json& j, int world) {
 
 std::string trace_lines(const EpochOutcome& o, const std::vector<RankInfo>& ranks) {
   std::string out;
-  double samples = 0, sum_v = 0, wall_s = 0;
+  double samples = 0, wall_s = 0;
+  std::vector<double> throughput;
   for (const auto& r : o.reports) {
     out += trace::rank_record(r, ranks[static_cast<std::size_t>(r.rank)].host).dump() + '\n';
     samples += static_cast<double>(r.samples);
-    sum_v += r.throughput();
+    throughput.push_back(r.throughput());
     wall_s = std::max(wall_s, r.compute_s + r.comm_s);
   }
-  json eval = trace::eval_record(o.epoch, wall_s, samples, sum_v, 0);
+  json eval = trace::eval_record(o.epoch, wall_s, samples, throughput, 0);
   if (!o.missing.empty()) eval["missing"] = o.missing;
   out += eval.dump() + '\n';
   out += trace::plan_record(o.plan, 0, "daemon").dump() + '\n';

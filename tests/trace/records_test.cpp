@@ -11,7 +11,7 @@ using dbs::Fields;
 using namespace dbs::trace;
 
 TEST_CASE("Records.Eval.RoundTripsTheAgentsForm") {
-  Eval e = eval_of(2, 4.0, 1000, 500, 3);
+  Eval e = eval_of(2, 4.0, 1000, std::vector<double>{200, 300}, 3);
   CHECK(e.ideal_s == 2.0);
   CHECK(e.efficiency == 0.5);
   CHECK(e.images_per_s == 250.0);
@@ -35,8 +35,8 @@ TEST_CASE("Records.Eval.RoundTripsTheAgentsForm") {
 }
 
 TEST_CASE("Records.Eval.TheDaemonsFormHasNoEvaluationAndEvalRecordIsIt") {
-  const nlohmann::json j = eval_record(0, 2.0, 100, 0, 0);
-  CHECK(j == to_json(eval_of(0, 2.0, 100, 0, 0)));
+  const nlohmann::json j = eval_record(0, 2.0, 100, std::vector<double>{}, 0);
+  CHECK(j == to_json(eval_of(0, 2.0, 100, std::vector<double>{}, 0)));
   CHECK(!j.contains("train_loss"));
   CHECK(!j.contains("busy"));
   CHECK(j.at("ideal_s") == 0.0);  // no rank had a rate
@@ -46,7 +46,7 @@ TEST_CASE("Records.Eval.TheDaemonsFormHasNoEvaluationAndEvalRecordIsIt") {
 }
 
 TEST_CASE("Records.Eval.ADivergedLossIsAbsentNotAnError") {
-  Eval e = eval_of(0, 1.0, 10, 10, 0);
+  Eval e = eval_of(0, 1.0, 10, std::vector<double>{10}, 0);
   e.train_loss = std::numeric_limits<double>::quiet_NaN();  // written as null
   const nlohmann::json j = nlohmann::json::parse(to_json(e).dump());
   CHECK(!eval_from_json(Fields(j)).train_loss);
