@@ -216,7 +216,8 @@ TEST_CASE("Retention.FinishedJobsPastKeepFinishedLeaveTracesAndStatusAtOnce") {
   // A restart does not bring a pruned job back (its "pruned" record is journalled).
   TestDaemon again(o);
   ids.clear();
-  for (const auto& j : status_of(again)["jobs"]) ids.push_back(j["job"]);
+  const json after = status_of(again);  // held: a range-for over a temporary's member dangles
+  for (const auto& j : after["jobs"]) ids.push_back(j["job"]);
   CHECK(ids == std::vector<std::string>{"j1", "live", "j2", "j3"});
   CHECK(fs::exists(o.state_dir + "/traces/j1.jsonl"));
 }
