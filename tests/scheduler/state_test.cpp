@@ -110,7 +110,12 @@ TEST_CASE("StateVersion.TheStateOfTheDaemonBeforeVersionsIsRestoredWithTheSameSt
   fs::copy(fixture("state-v0"), dir, fs::copy_options::recursive);
   REQUIRE(scheduler::journal_version(dir) == 0);
   const json want = json::parse(slurp(fixture("status-v0.json")));
-  TestDaemon d(with_state(dir));
+  // /status shows the serving daemon's report timeout: serve with the default the fixture's
+  // daemon ran with (make-state-v0.sh), not the harness's longer one.
+  auto o = with_state(dir);
+  o.report_timeout_s = scheduler::ServeOptions{}.report_timeout_s;
+  REQUIRE(want["daemon"]["report_timeout_s"] == o.report_timeout_s);
+  TestDaemon d(o);
   const json got = status_of(d);
   // The fixture's daemon restored a copy in another directory: its reasons name that one.
   std::string old_dir = want["quarantined"].at(0)["why"];
@@ -211,7 +216,8 @@ TEST_CASE("Retention.FinishedJobsPastKeepFinishedLeaveTracesAndStatusAtOnce") {
   // A restart does not bring a pruned job back (its "pruned" record is journalled).
   TestDaemon again(o);
   ids.clear();
-  for (const auto& j : status_of(again)["jobs"]) ids.push_back(j["job"]);
+  const json after = status_of(again);  // held: a range-for over a temporary's member dangles
+  for (const auto& j : after["jobs"]) ids.push_back(j["job"]);
   CHECK(ids == std::vector<std::string>{"j1", "live", "j2", "j3"});
   CHECK(fs::exists(o.state_dir + "/traces/j1.jsonl"));
 }
