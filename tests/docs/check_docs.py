@@ -239,9 +239,17 @@ def check_links():
 # commands
 
 def registered_tests():
+    """The registered tests' names, and the scripts they run (paths from the source root)."""
     run = subprocess.run(["meson", "introspect", str(BUILD), "--tests"], capture_output=True,
                          text=True, check=True)
-    return {t["name"] for t in json.loads(run.stdout)}
+    names = set()
+    for t in json.loads(run.stdout):
+        names.add(t["name"])
+        for arg in t["cmd"]:
+            path = Path(arg).resolve()
+            if path.is_file() and path.is_relative_to(SOURCE.resolve()):
+                names.add(str(path.relative_to(SOURCE.resolve())))
+    return names
 
 
 def sh_blocks(md):
@@ -282,13 +290,17 @@ def run_block(block, where):
 
 def check_commands():
     tests = registered_tests()
-    ran = covered = 0
+    ran = covered = untested = 0
     for md in [SOURCE / "README.md"] + sorted((SOURCE / "docs").rglob("*.md")):
         for lineno, note, block in sh_blocks(md):
             where = f"{rel(md)}:{lineno}"
             m_run = note and re.match(r"^<!-- run by: docs-commands -->$", note)
             m_cov = note and re.match(r"^<!-- covered by: (.+?) -->$", note)
-            if m_run:
+            m_untested = note and re.match(r"^<!-- untested: (.+?) -->$", note)
+            if m_untested:  # listed, so the gap stays visible
+                print(f"{where}: not run by any test: {m_untested.group(1)}")
+                untested += 1
+            elif m_run:
                 ran += run_block(block, where)
             elif m_cov:
                 names = [re.split(r"[\s(]", part.strip())[0] for part in m_cov.group(1).split(",")]
@@ -299,7 +311,7 @@ def check_commands():
             else:
                 fail(f"{where}: a sh block with neither '<!-- run by: docs-commands -->' nor "
                      "'<!-- covered by: TEST -->' on the line above it")
-    print(f"commands: {ran} block(s) run, {covered} covered by a named test")
+    print(f"commands: {ran} block(s) run, {covered} covered by a named test, {untested} untested")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,10 +59,10 @@ put("hash.json", dataset_hash="0123456789abcdef")
 put("order.json", indices=[3, 2] + d["indices"][2:])
 PY
 expect_fail "version.json: field 'version' is 2" run "$TMP/version.json"
-expect_fail "range.json: field 'indices[$((kept - 1))]' is 5000, out of range for $N samples" run "$TMP/range.json"
+expect_fail "range.json: field 'indices' item $((kept - 1)) must be an integer in [0, $((N - 1))], got 5000" run "$TMP/range.json"
 expect_fail "count.json: field 'count'" run "$TMP/count.json"
 expect_fail "hash.json: field 'dataset_hash'" run "$TMP/hash.json"
-expect_fail "order.json: field 'indices[1]' is 2, not above the previous index" run "$TMP/order.json"
+expect_fail "order.json: field 'indices' item 1 is 2, not above the previous one" run "$TMP/order.json"
 "$AGENT" --model lenet --epochs 1 --train-limit 1000 --test-limit 100 --threads 1 --no-progress \
   --train-subset "$TMP/kept.json" >"$TMP/out" 2>&1 && fail "a subset for $N samples was accepted for 1000"
 grep -q "field 'dataset_samples' is $N but the training set has 1000 samples" "$TMP/out" ||
