@@ -1,6 +1,6 @@
 // dbs-bench filter: the noise filter's speed. t-SNE (PCA first, as dbs-agent filter runs it) of
 // --points synthetic points of --dims dimensions, and DBSCAN with the knee eps of --dbscan-points
-// 2-D points. Goals from issue 13: t-SNE of 60,000 x 100 under 120 s, DBSCAN of 60,000 under 1 s,
+// 2-D points. Goals: t-SNE of 60,000 x 100 under 120 s, DBSCAN of 60,000 under 1 s,
 // on a 2-core machine. The 1-minute load average before and after is printed beside the times:
 // figures taken on a busy machine are upper bounds.
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// dbs-lab study: the training studies of issue 13 section 2 (the large-batch recipe, training
+// dbs-lab study: the training studies (the large-batch recipe, training
 // on filtered data). lab/experiments/{recipe,filtering}.sh run the jobs; `study record` turns
 // one job's --summary and --metrics into one JSONL record (study_record.cpp), `study report`
 // reads the records back and prints the table and writes the page (study_report.cpp,

@@ -15,7 +15,8 @@ usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
   --soak      tests/soak/soak.py: the daemon under 5,000 hostile and busy connections while a
               2-rank job trains 20 epochs (about 2-4 minutes), counted as one test
   --help      this text
-Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE).
+Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE);
+meson test -C build --suite quickstart runs the README's quick start as written (about 7 min).
 EOF
 }
 

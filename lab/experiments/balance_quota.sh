@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The acceptance measurement of DBS under a CPU quota (issue 11): 2 ranks x 1 thread, cnn,
+# DBS under a CPU quota: 2 ranks x 1 thread, cnn,
 # 6,000 samples, global batch 256, 5 epochs, rank 1 held to 33% of a core by a cgroup quota,
 # runs static, dbs-rate and dbs, prints dbs-lab balance's JSON (epoch seconds, plans per epoch, plan
 # changes in the steady epochs, ratio to the independent ideal from stand-alone runs).

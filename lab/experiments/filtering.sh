@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The filtering study (issue 13 section 2): train on the full training set, on the samples
+# The filtering study: train on the full training set, on the samples
 # `dbs-agent filter` keeps (t-SNE + per-class DBSCAN noise removed) and on its random control
 # (as many removed per class, at random), at global batches 128, 2,048 and 8,192. 2 ranks, dbs
 # balancing, lenet, Adam at lr 0.001 for batch 128, linear lr scaling with 2 warmup epochs above

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The large-batch recipe study (issue 13 section 2): at a large global batch (8,192) train with
+# The large-batch recipe study: at a large global batch (8,192) train with
 # 0, 2 and 5 gradual-warmup epochs with linear lr scaling from the base batch (128), without
 # scaling (no warmup: warmup ramps the lr from the base lr to the scaled one, so without scaling
 # it changes nothing; --unscaled-warmups 0,2,5 runs them anyway), and a small-batch reference

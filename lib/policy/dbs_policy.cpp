@@ -1,8 +1,8 @@
 // The "dbs" policy: batch sizes that equalise the ranks' predicted step times. Where the
-// reports carry work times (Report::work: every agent since issue 11) the plan comes from the
+// reports carry work times (Report::work: every agent's reports do) the plan comes from the
 // per-rank cost model below; where they do not (older traces, replay of them, synthetic
 // reports) it is batch in proportion to measured throughput. "dbs-rate" always plans by
-// throughput, as dbs did before the cost model (kept to compare the two).
+// throughput (kept to compare the two).
 //
 // Words: rate r_i = rank i's samples/s measured in the epoch just ended (measured_rate: the
 // median over its steps of samples / compute s when the report has it, else samples /
