@@ -42,11 +42,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
 
 #include "lib/common/error.h"
 #include "lib/policy/cost.h"
 #include "lib/policy/estimator.h"
+#include "lib/policy/ideal.h"
 #include "lib/policy/internal.h"
 
 namespace dbs::policy::detail {
@@ -245,9 +245,9 @@ class Dbs : public Policy {
 
   // epoch_time(step) followed by the ideal under v: "8.1 s (ideal 8.0 s)".
   std::string with_ideal(double step, const std::vector<double>& v) const {
-    const double sum = std::accumulate(v.begin(), v.end(), 0.0);
     const std::int64_t n = config_.samples_per_epoch;
-    const double ideal = n > 0 ? static_cast<double>(n) / sum : 1000 * config_.global_batch / sum;
+    const double ideal = n > 0 ? ideal_time(v, static_cast<double>(n))
+                               : 1000 * ideal_time(v, config_.global_batch);
     return epoch_time(step) + " (ideal " + number(ideal) + (n > 0 ? " s)" : " ms)");
   }
 
