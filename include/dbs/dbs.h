@@ -82,7 +82,8 @@ typedef struct dbs_plan {
   double predicted_epoch_s; /* 0 = unknown */
   int changed;              /* 1 if it differs from the previous epoch's plan */
   const char* reason;       /* why this plan */
-  const char* source;       /* "initial", "embedded", "daemon", "embedded-fallback", "rebalance" */
+  const char* source;       /* "initial", "embedded", "daemon", "embedded-fallback", "rebalance",
+                             "restored" (dbs_planner_restore) */
 } dbs_plan;
 dbs_status dbs_planner_plan(dbs_planner* planner, dbs_plan* out);
 
@@ -92,6 +93,21 @@ dbs_status dbs_planner_step(dbs_planner* planner, int samples, double work_s, do
 /* Collective, at the end of an epoch: this rank's report from the steps recorded, every rank's
  * by the allgather, and the plan of the next epoch, which becomes the plan in force. */
 dbs_status dbs_planner_end_epoch(dbs_planner* planner);
+/* Collective, inside an epoch (every settings' rebalance_every steps): every rank's report over
+ * the steps recorded since the last re-plan, and a re-plan of the rest of the epoch. *changed = 1
+ * when the plan in force changed (read it with dbs_planner_plan; its epoch is the same). */
+dbs_status dbs_planner_rebalance(dbs_planner* planner, int* changed);
+/* For a checkpoint: the planner's estimator state. *count = its number of doubles; with capacity
+ * 0 only the count is set, else state (capacity doubles) receives it (DBS_ERROR_INPUT when it
+ * does not fit). Save it with the plan in force's epoch and batch sizes. */
+dbs_status dbs_planner_state(const dbs_planner* planner, double* state, size_t capacity,
+                             size_t* count);
+/* Resume from a checkpoint: the plan in force becomes `batch` (world entries, the job's world)
+ * for `epoch`, and the estimator continues from `state` (count doubles from dbs_planner_state),
+ * so the next plans are those the uninterrupted run would have made. DBS_ERROR_INPUT for a plan
+ * of another world or global batch or a state of another planner. */
+dbs_status dbs_planner_restore(dbs_planner* planner, int64_t epoch, const int* batch, int world,
+                               const double* state, size_t count);
 
 /* ---- this rank's samples ---- */
 /* S = ceil(samples / global batch) steps per epoch; DBS_ERROR_INPUT when samples < B. */

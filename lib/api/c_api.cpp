@@ -21,7 +21,8 @@ struct dbs_settings {
 struct dbs_planner {
   dbs::Group group;
   std::unique_ptr<dbs::Planner> planner;
-  dbs::Meter meter;
+  dbs::Meter meter;   // the epoch's steps
+  dbs::Meter window;  // the steps since the last re-plan (rebalance_every)
   std::string source = "initial";
   std::optional<dbs::Sampler> sampler;  // of the last (samples, seed) asked for
   std::uint64_t sampler_seed = 0;
@@ -201,6 +202,22 @@ dbs_status dbs_planner_step(dbs_planner* p, int samples, double work_s, double c
   return guard([&] {
     need(p, "planner");
     p->meter.step(samples, work_s, comm_s);
+    p->window.step(samples, work_s, comm_s);
+  });
+}
+
+dbs_status dbs_planner_rebalance(dbs_planner* p, int* changed) {
+  return guard([&] {
+    need(p, "planner");
+    need(changed, "changed");
+    *changed = 0;
+    const dbs::Report mine = p->window.report(p->planner->plan(), p->group.rank);
+    const std::vector<dbs::Report> all = dbs::gather_reports(p->group, mine);
+    p->window.reset();
+    if (const auto re = p->planner->rebalance(all)) {
+      p->source = re->source;
+      *changed = 1;
+    }
   });
 }
 
@@ -210,7 +227,48 @@ dbs_status dbs_planner_end_epoch(dbs_planner* p) {
     const dbs::Report mine = p->meter.report(p->planner->plan(), p->group.rank);
     const std::vector<dbs::Report> all = dbs::gather_reports(p->group, mine);
     p->meter.reset();
+    p->window.reset();
     p->source = p->planner->next(all).source;
+  });
+}
+
+dbs_status dbs_planner_state(const dbs_planner* p, double* state, size_t capacity,
+                             size_t* count) {
+  return guard([&] {
+    need(p, "planner");
+    need(count, "count");
+    const std::vector<double> s = p->planner->state();
+    *count = s.size();
+    if (capacity == 0) return;
+    need(state, "state");
+    if (capacity < s.size())
+      throw dbs::InputError("state holds " + std::to_string(capacity) + ", the planner's has " +
+                            std::to_string(s.size()));
+    std::copy(s.begin(), s.end(), state);
+  });
+}
+
+dbs_status dbs_planner_restore(dbs_planner* p, int64_t epoch, const int* batch, int world,
+                               const double* state, size_t count) {
+  return guard([&] {
+    need(p, "planner");
+    need(batch, "batch");
+    if (count > 0) need(state, "state");
+    if (epoch < 0) throw dbs::InputError("restore: epoch " + std::to_string(epoch) + " < 0");
+    if (world != p->group.size)
+      throw dbs::InputError("restore: a plan of " + std::to_string(world) + " ranks, the job has " +
+                            std::to_string(p->group.size));
+    dbs::Plan plan;
+    plan.epoch = epoch;
+    plan.batch.assign(batch, batch + world);
+    for (int b : plan.batch) plan.global_batch += b;
+    plan.offset = dbs::offsets_of(plan.batch);
+    plan.throughput.assign(static_cast<std::size_t>(world), 0.0);
+    plan.reason = "restored";
+    p->planner->set_state(plan, std::vector<double>(state, state + count));
+    p->meter.reset();
+    p->window.reset();
+    p->source = "restored";
   });
 }
 

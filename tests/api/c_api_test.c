@@ -25,6 +25,10 @@ static unsigned char shared[kWorld * kMaxBytes];
 typedef struct {
   int rank;
   int fail_policy;  /* rank 1 with another policy: the ranks disagree */
+  int mode;         /* 0: two epochs; 1: re-plans every 4 steps; 2: checkpoint after epoch 1,
+                       a new planner restored from it for epoch 2 */
+  int replanned;    /* mode 1: rebalance reported a change, in epoch 0, source "rebalance" */
+  int restored;     /* mode 2: the restored planner's state and plan equal the checkpoint's */
   dbs_status status;
   char message[512];
   int batch[kWorld];
@@ -62,9 +66,44 @@ static void* run_rank(void* arg) {
     for (step = 0; step < 8; ++step) {
       const int b = plan.batch[a->rank];
       dbs_planner_step(p, b, b * (a->rank == 0 ? 0.001 : 0.003), 0.01);
+      if (a->mode == 1 && step == 3 && epoch == 0) {
+        int changed = 0;
+        a->status = dbs_planner_rebalance(p, &changed);
+        dbs_planner_plan(p, &plan);
+        a->replanned = changed == 1 && plan.epoch == 0 && strcmp(plan.source, "rebalance") == 0 &&
+                       plan.batch[1] < plan.batch[0];
+      }
     }
     a->status = dbs_planner_end_epoch(p);
     if (a->status != DBS_OK) break;
+    if (a->mode == 2 && epoch == 0) {
+      /* The checkpoint, then a new planner in its place, restored from it. */
+      double state[256], again[256];
+      size_t count = 0, count_again = 0;
+      int batch[kWorld];
+      dbs_planner_plan(p, &plan);
+      memcpy(batch, plan.batch, sizeof batch);
+      dbs_planner_state(p, NULL, 0, &count);
+      a->restored = count > 0 && count <= 256 &&
+                    dbs_planner_state(p, state, 256, &count) == DBS_OK &&
+                    dbs_planner_state(p, state, 1, &count_again) == DBS_ERROR_INPUT;
+      dbs_planner_destroy(p, 0);
+      dbs_settings_create(&s);
+      dbs_settings_set_policy(s, "dbs-rate");
+      dbs_settings_set_samples_per_epoch(s, 1000);
+      a->status = dbs_planner_create(s, a->rank, kWorld, allgather, &a->rank, NULL, &p);
+      dbs_settings_destroy(s);
+      if (a->status != DBS_OK) break;
+      a->restored = a->restored &&
+                    dbs_planner_restore(p, 1, batch, 3, state, count) == DBS_ERROR_INPUT &&
+                    strstr(dbs_last_error(), "a plan of 3 ranks, the job has 2") != NULL &&
+                    dbs_planner_restore(p, 1, batch, kWorld, state, count) == DBS_OK &&
+                    dbs_planner_state(p, again, 256, &count_again) == DBS_OK &&
+                    count_again == count && memcmp(again, state, count * sizeof(double)) == 0 &&
+                    dbs_planner_plan(p, &plan) == DBS_OK && plan.epoch == 1 &&
+                    memcmp(plan.batch, batch, sizeof batch) == 0 &&
+                    strcmp(plan.source, "restored") == 0;
+    }
   }
   dbs_planner_plan(p, &plan);
   memcpy(a->batch, plan.batch, sizeof a->batch);
@@ -107,6 +146,34 @@ int main(void) {
   }
   EXPECT(args[0].count == 78 && args[1].count == 26);
   EXPECT(args[1].count == 26 && memcmp(args[1].indices, perm + 7 * 128 + 78, 26 * sizeof(int64_t)) == 0);
+
+  /* Re-plans inside the epoch: the first window already moves samples to rank 0; the epoch's
+   * end plans from the whole epoch and comes to the same split. */
+  memset(args, 0, sizeof args);
+  for (r = 0; r < kWorld; ++r) {
+    args[r].rank = r;
+    args[r].mode = 1;
+  }
+  run_world(args);
+  for (r = 0; r < kWorld; ++r) {
+    EXPECT(args[r].status == DBS_OK);
+    EXPECT(args[r].replanned);
+    EXPECT(args[r].batch[0] == 96 && args[r].batch[1] == 32);
+  }
+
+  /* A checkpoint after epoch 1 and a resume from it plan epoch 2 as the uninterrupted run. */
+  memset(args, 0, sizeof args);
+  for (r = 0; r < kWorld; ++r) {
+    args[r].rank = r;
+    args[r].mode = 2;
+  }
+  run_world(args);
+  for (r = 0; r < kWorld; ++r) {
+    EXPECT(args[r].status == DBS_OK);
+    EXPECT(args[r].restored);
+    EXPECT(args[r].batch[0] == 96 && args[r].batch[1] == 32);
+    EXPECT(strcmp(args[r].message, "embedded") == 0);
+  }
 
   /* Ranks that disagree on the settings: both fail alike, naming the setting. */
   memset(args, 0, sizeof args);

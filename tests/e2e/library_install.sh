@@ -26,7 +26,9 @@ cp examples/c/mpi_loop.c "$TMP/"
 (cd "$TMP" && mpicc -std=c99 -Wall -Wextra -Werror mpi_loop.c $flags -o mpi_loop) ||
   fail "examples/c/mpi_loop.c does not compile against the installed tree"
 export LD_LIBRARY_PATH=$(dirname "$lib")
-ldd "$TMP/mpi_loop" | grep -q "$DEST" || fail "mpi_loop does not load the installed libdbs: $(ldd "$TMP/mpi_loop")"
+# (ldd's output captured first: grep -q ending the pipe early fails it under pipefail)
+libs=$(ldd "$TMP/mpi_loop")
+grep -q "$DEST" <<<"$libs" || fail "mpi_loop does not load the installed libdbs: $libs"
 "${MPIRUN[@]}" -np 2 -x LD_LIBRARY_PATH "$TMP/mpi_loop" dbs-rate 3 >"$TMP/out" 2>&1 ||
   fail "mpi_loop: $(cat "$TMP/out")"
 cat "$TMP/out"
@@ -42,4 +44,27 @@ rc=0
 "${MPIRUN[@]}" -np 2 -x LD_LIBRARY_PATH "$TMP/mpi_loop" fixed:64,32,32 1 >"$TMP/bad" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "fixed:64,32,32 on 2 ranks did not fail"
 grep -q "fixed:64,32,32" "$TMP/bad" || fail "the error does not name the spec: $(cat "$TMP/bad")"
-echo "installed library: ok ($soname)"
+echo "installed C library: ok ($soname)"
+
+# The C++ API from the same root: examples/cpp links only the symbols libdbs exports.
+command -v g++ >/dev/null || fail "g++ not found"
+cp examples/cpp/plan_epochs.cpp "$TMP/"
+(cd "$TMP" && g++ -std=c++20 -Wall -Wextra -Werror plan_epochs.cpp $flags -o plan_epochs) ||
+  fail "examples/cpp/plan_epochs.cpp does not compile or link against the installed tree"
+"$TMP/plan_epochs" >"$TMP/cpp.out" 2>&1 || fail "plan_epochs: $(cat "$TMP/cpp.out")"
+cat "$TMP/cpp.out"
+grep -qx "ok: 18000 of 18000 samples trained" "$TMP/cpp.out" || fail "plan_epochs: samples not covered"
+rc=0
+"$TMP/plan_epochs" fixed:64,64 >"$TMP/cpp.bad" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "fixed:64,64" "$TMP/cpp.bad" ||
+  fail "a bad policy was not a dbs::ConfigError naming it (exit $rc): $(cat "$TMP/cpp.bad")"
+
+# Only the API is exported: the C functions and the C++ classes and functions of include/dbs,
+# under the version node DBS_<major>; no symbol of the library's internals.
+names=$(nm -DC --defined-only "$lib" | cut -d' ' -f3-)
+internal=$(grep -E '^((vtable|typeinfo|typeinfo name) for )?(dbs::[a-z_]+::|nlohmann|std::|__gnu)' <<<"$names" || true)
+[ -z "$internal" ] || fail "libdbs exports internal symbols, e.g.: $(head -n 3 <<<"$internal")"
+grep -q '^dbs_planner_create@@DBS_'"$major"'$' <<<"$names" ||
+  fail "libdbs's symbols carry no version node DBS_$major"
+echo "exported: $(grep -c '^dbs_' <<<"$names") C functions, $(grep -c '^dbs::' <<<"$names") C++ symbols"
+echo "installed C++ API: ok"
