@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Cluster test: examples/pytorch/train.sbatch, submitted as a user would, on 2 nodes of CPU quotas
+# 1.0 / 0.33: srun starts one Debian-python rank per node, torch.distributed (gloo over the
+# bridge) connects them through the first node's address, and dbs.torch gives the node held to a
+# third of a core the smaller batch. Skips where the dbs package is not built or torch is missing.
+export DBS_CLUSTER_NODES=2 DBS_CLUSTER_QUOTAS=1.0,0.33
+source "$(dirname "$0")/lib/test.bash"
+[ -f "$ROOT/build/python/dbs/__init__.py" ] ||
+  { echo "cluster: skipped: no dbs package in $ROOT/build/python (meson option python)"; exit 77; }
+/usr/bin/python3 -c "import torch" 2>/dev/null ||
+  { echo "cluster: skipped: /usr/bin/python3 has no torch (apt-get install python3-torch)"; exit 77; }
+test_cluster_up
+SBATCH_SCRIPT=$ROOT/examples/pytorch/train.sbatch
+# The nodes' host names resolve nowhere on the bed: gloo takes each node's own interface.
+export GLOO_SOCKET_IFNAME=eth0
+out=$DIR/pytorch-out
+rm -rf "$out"
+log=$DIR/job-pytorch.log
+start=$SECONDS
+DBS_OUT=$out submit "$log" -N 2 -- --epochs 3 --batch 64 --train-limit 1536 --test-limit 256 \
+  --policy dbs --seed 1 || { cat "$log"; fail "train.sbatch: the job failed"; }
+echo "== train.sbatch: $((SECONDS - start)) s"
+cat "$log"
+[ -s "$out/summary.json" ] || fail "no summary at $out/summary.json"
+/usr/bin/python3 - "$out/summary.json" <<'PY' || fail "summary check"
+import json, sys
+d = json.load(open(sys.argv[1]))
+epochs = d["epochs"]
+assert len(epochs) == 3, [e["epoch"] for e in epochs]
+for e in epochs:
+    assert len(e["batch"]) == 2 and sum(e["batch"]) == 64, e["batch"]
+    assert len(e["throughput"]) == 2 and all(v > 0 for v in e["throughput"]), e["throughput"]
+last = epochs[-1]
+# node2 runs at a third of node1's CPU: dbs moved samples to node1 once it measured both.
+assert last["batch"][1] < last["batch"][0], ("node2 kept the larger batch", last["batch"])
+assert 0 < d["test_acc"] <= 1, d["test_acc"]
+print("batches per epoch:", [e["batch"] for e in epochs], "throughput in the last:",
+      [round(v) for v in last["throughput"]], "test_acc", d["test_acc"])
+PY
+echo "pytorch job ok"
