@@ -17,7 +17,7 @@ out=$DIR/pytorch-out
 rm -rf "$out"
 log=$DIR/job-pytorch.log
 start=$SECONDS
-DBS_OUT=$out submit "$log" -N 2 -- --epochs 3 --batch 64 --train-limit 1536 --test-limit 256 \
+DBS_OUT=$out submit "$log" -N 2 -- --epochs 3 --batch 64 --train-limit 768 --test-limit 128 \
   --policy dbs --seed 1 || { cat "$log"; fail "train.sbatch: the job failed"; }
 echo "== train.sbatch: $((SECONDS - start)) s"
 cat "$log"
