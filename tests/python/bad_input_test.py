@@ -2,7 +2,10 @@
 other rank (each case bounded by a timeout), for: a plan whose world differs from WORLD_SIZE,
 ranks disagreeing on the settings, a dataset smaller than the global batch, a fixed: spec of
 the wrong length, a --disturb rank outside the job, and the package without its built
-extension."""
+extension. The same with plans from a daemon (dbs-scheduler serve on loopback), and what only
+the daemon path has: --scheduler without --job, a bad --scheduler address, ranks naming
+different jobs, a job key missing on one rank only. (A daemon's plan of another job is refused
+while the job goes on: tests/python/daemon_test.py.)"""
 
 import os
 import shutil
@@ -32,11 +35,37 @@ cases = [
     ("a --disturb rank outside the job", [TRAIN, "--disturb", "rank=2,factor=3", *SMALL],
      "--disturb rank=2,factor=3: rank 2, the job has 2 ranks"),
 ]
-for what, args, message in cases:
-    rc, _, stderr = harness.torchrun(*args, timeout=120)
-    harness.check(rc != 0 and message in stderr,
-                  f"{what}: exit {rc}, stderr names it: {message!r}"
-                  + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
+
+
+def run_cases(cases):
+    for what, args, message in cases:
+        rc, _, stderr = harness.torchrun(*args, timeout=120)
+        harness.check(rc != 0 and message in stderr,
+                      f"{what}: exit {rc}, stderr names it: {message!r}"
+                      + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
+
+
+run_cases(cases)
+
+with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tmp) as daemon:
+    key = daemon.job_key("py-bad")
+    planned = ["--scheduler", daemon.listen, "--job", "py-bad", "--token-file", key]
+    # The cases above with a daemon: train.py's get its address, job and key, worker.py's the
+    # address (job py-bad).
+    run_cases([(what + " (daemon)",
+                args + ([daemon.listen] if args[0] == WORKER else planned), message)
+               for what, args, message in cases])
+    run_cases([
+        ("--scheduler without --job", [TRAIN, "--scheduler", daemon.listen, *SMALL],
+         "ValueError: --scheduler needs --job ID"),
+        ("a --scheduler address without a port", [TRAIN, "--scheduler", "localhost",
+                                                  "--job", "py-bad", *SMALL],
+         "ConfigError: --scheduler 'localhost': no host or no port"),
+        ("ranks naming different jobs", [WORKER, "bad", "job-disagree", daemon.listen],
+         "ranks disagree on the settings: rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
+        ("a job key missing on rank 1 only", [WORKER, "bad", "token-one-rank", daemon.listen],
+         "rank 1 could not make its planner: ConfigError: token file /nonexistent/job.key"),
+    ])
 
 with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(os.path.join(harness.ROOT, "python/dbs"), os.path.join(tmp, "dbs"),

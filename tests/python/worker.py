@@ -5,7 +5,9 @@
   worker.py run  LOG EPOCHS [STOP_EPOCH STOP_STEP STATE] [--resume STATE]
                                    policy dbs; logs every step's indices per rank; stops
                                    after step STOP_STEP of epoch STOP_EPOCH saving state_dict
-  worker.py bad  CASE              a bad input: world-plan, disagree
+  worker.py bad  CASE [HOST:PORT]  a bad input: world-plan, disagree, job-disagree,
+                                   token-one-rank (the last two with a daemon; with HOST:PORT
+                                   every Balancer plans through the daemon there, job py-bad)
 """
 
 import json
@@ -98,17 +100,24 @@ def save_log(log, steps):
             json.dump(every, f)
 
 
-def bad(case):
+def bad(case, scheduler=""):
     ddp = DistributedDataParallel(model())
+    rank = dist.get_rank()
+    daemon = {"scheduler": scheduler, "job": "py-bad" if scheduler else ""}
     if case == "world-plan":  # a state_dict from a run of 3 ranks
-        bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5)
+        bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5, **daemon)
         state = bal.state_dict()
         plan = json.loads(state["plan"])
         plan.update(batch=[43, 43, 42], offset=[0, 43, 86], throughput=[0, 0, 0])
         state["plan"] = json.dumps(plan)
         bal.load_state_dict(state)
     elif case == "disagree":  # rank 1 started with another global batch
-        dbs.torch.Balancer(ddp, N, B if dist.get_rank() == 0 else 64, seed=5)
+        dbs.torch.Balancer(ddp, N, B if rank == 0 else 64, seed=5, **daemon)
+    elif case == "job-disagree":  # each rank names its own job at the daemon
+        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler=scheduler, job=f"py-bad-{rank}")
+    elif case == "token-one-rank":  # rank 1's node lacks the job key
+        dbs.torch.Balancer(ddp, N, B, seed=5, token_file="" if rank == 0 else "/nonexistent/job.key",
+                           **daemon)
     else:
         raise SystemExit(f"worker.py: unknown case {case}")
 
@@ -125,5 +134,5 @@ if __name__ == "__main__":
         stop = (int(pos[2]), int(pos[3]), pos[4]) if len(pos) > 2 else None
         run(pos[0], int(pos[1]), stop, resume)
     else:
-        bad(rest[0])
+        bad(*rest)
     dist.destroy_process_group()
