@@ -8,6 +8,8 @@ Run one process per rank with torchrun or srun (gloo backend, CPU):
       --policy dbs --disturb rank=1,factor=3 --summary out/pytorch.json
 (--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
 --policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
+--scheduler HOST:PORT --job ID --token-file KEY: the plans come from dbs-scheduler serve, the
+embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md).
 """
 
 import argparse

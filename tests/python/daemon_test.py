@@ -25,14 +25,16 @@ harness.skip_unless_ready()
 
 TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
 EPOCHS = 3
-SMALL = ["--train-limit", 1000, "--test-limit", 100, "--threads", 1]
 
 
-def train(tmp, name, *args, epochs=EPOCHS, started=None):
+def train(tmp, name, *args, epochs=EPOCHS, samples=1000, started=None):
     """train.py on 2 ranks: (stdout, stderr, summary); a failed run fails the test."""
     summary = os.path.join(tmp, name + ".json")
-    rc, out, err = harness.torchrun(TRAIN, "--epochs", epochs, *SMALL, "--summary", summary,
+    start = time.monotonic()
+    rc, out, err = harness.torchrun(TRAIN, "--epochs", epochs, "--train-limit", samples,
+                                    "--test-limit", 100, "--threads", 1, "--summary", summary,
                                     *args, timeout=240, started=started)
+    print(f"{name}: {epochs} epochs in {time.monotonic() - start:.0f} s")
     if rc != 0:
         harness.fail(f"{name}: train.py exit {rc}\n{out[-2000:]}\n{err[-4000:]}")
     return out, err, json.load(open(summary))
@@ -76,7 +78,8 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
         page = daemon.get("/")
         harness.check(job in page and "<svg" in page, "the status page shows the job")
         metrics = daemon.get("/metrics")
-        for want in (f'dbs_job_ranks{{job_id="{job}"}} 2', f'dbs_job_epoch{{job_id="{job}"}} {EPOCHS}',
+        for want in (f'dbs_job_ranks{{job_id="{job}"}} 2',
+                     f'dbs_job_epoch{{job_id="{job}"}} {EPOCHS}',
                      f'dbs_job_reports_total{{job_id="{job}"}} {2 * EPOCHS}',
                      f'dbs_job_state{{job_id="{job}",state="finished"}} 1'):
             harness.check(want in metrics, f"/metrics has {want}")
@@ -94,7 +97,7 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
                     daemon.kill()
                     return
                 time.sleep(0.05)
-            harness.fail("the daemon never planned epoch 2")
+            harness.fail(f"the daemon did not plan epoch 2 while the job ran (exit {ranks.poll()})")
 
         out, err, run = train(tmp, job, "--scheduler", daemon.listen, "--job", job,
                               "--token-file", daemon.job_key(job), "--scheduler-timeout", 5,
@@ -106,7 +109,8 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
         harness.check(order[0] == "daemon" and first_fallback > 0
                       and set(order[first_fallback:]) == {"embedded-fallback"},
                       f"plans from the daemon until the kill, then the embedded fallback: {order}")
-        harness.check("uses the embedded policy" in err, "the ranks say the embedded policy planned")
+        harness.check("uses the embedded policy" in err,
+                      "the ranks say the embedded policy planned")
         harness.check(len(run["epochs"]) == EPOCHS
                       and [e["epoch"] for e in run["epochs"]] == list(range(1, EPOCHS + 1))
                       and all(sum(e["batch"]) == 128 for e in run["epochs"]),
@@ -142,13 +146,13 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
 
     threading.Thread(target=serve, daemon=True).start()
     out, err, run = train(tmp, "foreign", "--scheduler", address, "--job", "py-foreign",
-                          "--scheduler-timeout", 30, epochs=2)
+                          "--scheduler-timeout", 30, epochs=1, samples=256)
     server.close()
-    harness.check(reports.count(1) == 2, f"both ranks reported epoch 1 to the fake daemon: {reports}")
+    harness.check(reports == [1, 1], f"both ranks reported epoch 1 to the fake daemon: {reports}")
     message = ("epoch 2 uses the embedded policy: the daemon sent a plan for job 'someone-else', "
                "this is job 'py-foreign'")
     harness.check(message in err, f"the ranks refuse the other job's plan: {message!r}"
                   + ("" if message in err else f"\n{err[-3000:]}"))
-    harness.check(sources(out) == {2: "embedded-fallback", 3: "embedded-fallback"},
+    harness.check(sources(out) == {2: "embedded-fallback"},
                   f"the embedded fallback planned instead: {sources(out)}")
-    harness.check(len(run["epochs"]) == 2, "the job finished its 2 epochs")
+    harness.check(len(run["epochs"]) == 1, "the job finished its epoch")

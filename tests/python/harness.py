@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,10 @@ def torchrun(script, *args, nproc=2, timeout=240, started=None):
     started(popen), when given, runs once the ranks are starting (the run goes on meanwhile;
     its output is read after it returns)."""
     logs = tempfile.mkdtemp(prefix="dbs-torchrun-")
-    cmd = [TORCHRUN, "--standalone", "--nnodes", "1", "--nproc_per_node", str(nproc),
+    # Not --standalone: its rendezvous is always localhost:29400, so a second torchrun on the
+    # machine would join the first one's store and fail when that run ends.
+    cmd = [TORCHRUN, "--nnodes", "1", "--master_addr", "127.0.0.1", "--master_port",
+           str(free_port()), "--nproc_per_node", str(nproc),
            *TORCHRUN_STD, "--log_dir", logs, script, *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     # Output to files, not pipes: nothing blocks the ranks while started() runs.
@@ -63,7 +67,10 @@ def torchrun(script, *args, nproc=2, timeout=240, started=None):
             started(p)
         p.wait(timeout=max(1.0, deadline - time.monotonic()))
     except BaseException as e:
-        os.killpg(p.pid, signal.SIGKILL)  # torchrun and its ranks: the session it leads
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # torchrun and its ranks: the session it leads
+        except ProcessLookupError:
+            pass
         p.wait()
         if not isinstance(e, subprocess.TimeoutExpired):
             raise
@@ -77,6 +84,13 @@ def torchrun(script, *args, nproc=2, timeout=240, started=None):
         stderr.close()
         shutil.rmtree(logs, ignore_errors=True)
     return p.returncode, out, err
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 free at the moment of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class Daemon:
