@@ -8,6 +8,8 @@ Run one process per rank with torchrun or srun (gloo backend, CPU):
       --policy dbs --disturb rank=1,factor=3 --summary out/pytorch.json
 (--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
 --policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
+--scheduler HOST:PORT --job ID --token-file KEY: the plans come from dbs-scheduler serve, the
+embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md).
 """
 
 import argparse
@@ -48,14 +50,32 @@ def options(argv=None):
     p.add_argument("--seed", type=int, default=1, help="seed of the model and the epoch permutations")
     p.add_argument("--policy", default="dbs", help="dbs | static | fixed:b0,b1,... (one size per rank, summing to --batch)")
     p.add_argument("--rebalance-every", type=int, default=0, help="also re-plan every K steps (0 = per epoch)")
-    p.add_argument("--scheduler", default="", help="HOST:PORT of dbs-scheduler serve; not available in dbs.torch yet (empty = the embedded policy)")
-    p.add_argument("--job", default="", help="job id for the daemon (default $SLURM_JOB_ID)")
-    p.add_argument("--token-file", default="", help="the job key file for the daemon")
+    p.add_argument("--scheduler", default=os.environ.get("DBS_SCHEDULER", ""),
+                   help="HOST:PORT of dbs-scheduler serve: plans come from it, the embedded "
+                        "policy is the fallback (empty = the embedded policy; env DBS_SCHEDULER)")
+    p.add_argument("--job", default=default_job(),
+                   help="job id at the daemon, the same on every rank (env DBS_JOB, else "
+                        "slurm-$SLURM_JOB_ID in a Slurm job)")
+    p.add_argument("--token-file", default=os.environ.get("DBS_TOKEN_FILE", ""),
+                   help="the job's key for --scheduler, a file only its owner may read "
+                        "(dbs-scheduler job-key --token-file TOKEN JOB; env DBS_TOKEN_FILE)")
+    p.add_argument("--scheduler-timeout", type=float, default=10.0,
+                   help="seconds to wait for the daemon's plan at the end of an epoch")
+    p.add_argument("--scheduler-connect-timeout", type=float, default=2.0,
+                   help="seconds per connection attempt to the daemon")
     p.add_argument("--disturb", action="append", default=[],
                    help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
     p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
     p.add_argument("--data", default=DATA, help="folder of the Fashion-MNIST *-idx?-ubyte.gz files")
     return p.parse_args(argv)
+
+
+def default_job():
+    """--job's default: $DBS_JOB, else slurm-$SLURM_JOB_ID (as agents/slurm/dbs.sbatch names
+    the job), else none."""
+    if os.environ.get("DBS_JOB"):
+        return os.environ["DBS_JOB"]
+    return f"slurm-{os.environ['SLURM_JOB_ID']}" if os.environ.get("SLURM_JOB_ID") else ""
 
 
 def read_idx(path):
@@ -159,9 +179,12 @@ def main(args):
     rank, world, _ = dbs.torch.init_process_group("gloo")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    if args.scheduler:
-        raise ValueError("--scheduler: the daemon planner is not available in dbs.torch yet; "
-                         "run without it (the embedded policy)")
+    if args.scheduler and not args.job:
+        raise ValueError("--scheduler needs --job ID (or DBS_JOB; in a Slurm job it is "
+                         "slurm-$SLURM_JOB_ID)")
+    if args.scheduler and args.policy == "static":
+        raise ValueError("--scheduler: --policy static is plain DDP without dbs, no daemon "
+                         "plans it")
     if rank == 0 and args.summary:  # a bad --summary fails before training, not after
         os.makedirs(os.path.dirname(os.path.abspath(args.summary)), exist_ok=True)
     torch.manual_seed(args.seed)
@@ -181,7 +204,10 @@ def main(args):
     else:
         balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
                                       seed=args.seed, rebalance_every=args.rebalance_every,
-                                      slowdown=slowdown)
+                                      slowdown=slowdown, scheduler=args.scheduler,
+                                      job=args.job, token_file=args.token_file,
+                                      scheduler_timeout=args.scheduler_timeout,
+                                      scheduler_connect_timeout=args.scheduler_connect_timeout)
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)
         steps = balancer.steps_per_epoch
@@ -222,7 +248,12 @@ def main(args):
         if rank == 0:
             print(f"epoch {epoch + 1}: wall {wall:.2f} s, batch {batch}, img/s/rank "
                   f"{[round(v) for v in throughput]}, test_acc {acc:.4f}", flush=True)
+            if args.scheduler:
+                print(f"plan of epoch {epoch + 2}: {list(balancer.plan.batch)} from "
+                      f"{balancer.source}", flush=True)
 
+    if balancer:
+        balancer.close(done=True)
     if rank == 0 and args.summary:
         summary = {"policy": args.policy, "world": world, "global_batch": args.batch,
                    "train_samples": len(train), "test_samples": len(test), "threads": args.threads,

@@ -1,13 +1,18 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
-// permutation of lib/data, the embedded planner and dbs-agent's --disturb spec; Python never re-derives any of them.
+// permutation of lib/data, the planner (embedded or the daemon's, make_planner) and dbs-agent's
+// --disturb spec; Python never re-derives any of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError / CommError.
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <dbs/planner.h>
+
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +66,71 @@ py::array_t<std::int64_t> permutation(std::size_t n, std::uint64_t seed, std::ui
   py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.size()));
   std::copy(p.begin(), p.end(), out.mutable_data());
   return out;
+}
+
+// The library's Allgather over a Python callable f(bytes) -> bytes of world * len(in) bytes
+// (rank r's at r * len): called without the GIL, it takes it for the call. A Python exception
+// in f goes on through the planner to its caller.
+dbs::Allgather python_allgather(py::function f, int world) {
+  // Dropped with the GIL held, whichever thread lets go of the last copy.
+  std::shared_ptr<py::function> fn(new py::function(std::move(f)), [](py::function* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [fn, world](const void* in, std::size_t bytes, void* out) {
+    py::gil_scoped_acquire gil;
+    py::object got = (*fn)(py::bytes(static_cast<const char*>(in), bytes));
+    if (!py::isinstance<py::bytes>(got))
+      throw dbs::CommError("allgather returned " + std::string(py::str(got.get_type())) +
+                           ", not bytes");
+    const std::string all = got.cast<std::string>();
+    if (all.size() != bytes * static_cast<std::size_t>(world))
+      throw dbs::CommError("allgather returned " + std::to_string(all.size()) + " bytes, not " +
+                           std::to_string(world) + " x " + std::to_string(bytes));
+    std::memcpy(out, all.data(), all.size());
+  };
+}
+
+// A job's planner for Python: dbs::make_planner's, until finish(); then an embedded planner
+// with the same plan and state, so that plan() and state() still answer while nothing keeps a
+// connection to the daemon (the remote planner reconnects until it is destroyed).
+class JobPlanner {
+ public:
+  JobPlanner(const Settings& settings, int world, std::unique_ptr<dbs::Planner> planner)
+      : settings_(settings), world_(world), planner_(std::move(planner)) {}
+  dbs::Planner& planner() { return *planner_; }
+  void finish(bool done) {
+    if (finished_) return;
+    finished_ = true;
+    planner_->finish(done);
+    auto left = std::make_unique<dbs::planner::Embedded>(settings_, world_);
+    left->set_state(planner_->plan(), planner_->state());
+    planner_ = std::move(left);
+  }
+
+ private:
+  Settings settings_;
+  int world_;
+  std::unique_ptr<dbs::Planner> planner_;
+  bool finished_ = false;
+};
+
+JobPlanner make_planner(const Settings& settings, int rank, int world, py::function allgather,
+                        const std::string& address, const std::string& job,
+                        const std::string& token_file, double timeout_s,
+                        double connect_timeout_s) {
+  dbs::Group group;
+  group.rank = rank;
+  group.size = world;
+  group.allgather = python_allgather(std::move(allgather), world);
+  dbs::RemoteOptions remote;
+  remote.address = address;
+  remote.job = job;
+  remote.token_file = token_file;
+  remote.timeout_s = timeout_s;
+  remote.connect_timeout_s = connect_timeout_s;
+  py::gil_scoped_release release;
+  return JobPlanner(settings, world, dbs::make_planner(settings, group, remote));
 }
 
 }  // namespace
@@ -156,23 +226,48 @@ PYBIND11_MODULE(_dbs, m) {
   m.def("parse_disturbance", &dbs::trace::parse_disturbance, py::arg("spec"),
         "rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog]; ConfigError names the bad field.");
 
-  py::class_<dbs::planner::Embedded>(m, "EmbeddedPlanner")
-      .def(py::init<const Settings&, int>(), py::arg("settings"), py::arg("world"))
-      .def("plan", &dbs::planner::Embedded::plan, "The plan in force.")
+  // The planner of a job (<dbs/planner.h>): the embedded policy, or the daemon with the
+  // embedded policy as its fallback. Its collectives call `allgather` (a Python callable, see
+  // make_planner below); every method releases the GIL and the callback takes it back.
+  using release = py::call_guard<py::gil_scoped_release>;
+  py::class_<JobPlanner>(m, "Planner")
+      .def(
+          "plan", [](JobPlanner& p) { return p.planner().plan(); }, release(),
+          "The plan in force.")
       .def(
           "next",
-          [](dbs::planner::Embedded& e, const std::vector<Report>& reports) {
-            auto planned = e.next(reports);
+          [](JobPlanner& p, const std::vector<Report>& reports) {
+            auto planned = p.planner().next(reports);
             return std::make_pair(planned.plan, planned.source);
           },
-          py::arg("reports"), "The next epoch's plan from every rank's report; (plan, source).")
+          py::arg("reports"), release(),
+          "The next epoch's plan from every rank's report (a collective with a daemon); "
+          "(plan, source): source 'embedded', 'daemon' or 'embedded-fallback'.")
       .def(
           "rebalance",
-          [](dbs::planner::Embedded& e, const std::vector<Report>& window) {
-            return e.rebalance(window).has_value();
+          [](JobPlanner& p, const std::vector<Report>& window) {
+            return p.planner().rebalance(window).has_value();
           },
-          py::arg("window"), "Re-plans inside the epoch; True when the plan in force changed.")
-      .def("state", &dbs::planner::Embedded::state)
-      .def("set_state", &dbs::planner::Embedded::set_state, py::arg("plan"), py::arg("state"))
-      .def("adopt", &dbs::planner::Embedded::adopt, py::arg("plan"));
+          py::arg("window"), release(),
+          "Re-plans inside the epoch; True when the plan in force changed.")
+      .def(
+          "state", [](JobPlanner& p) { return p.planner().state(); }, release())
+      .def(
+          "set_state",
+          [](JobPlanner& p, const Plan& plan, const std::vector<double>& state) {
+            p.planner().set_state(plan, state);
+          },
+          py::arg("plan"), py::arg("state"), release())
+      .def("finish", &JobPlanner::finish, py::arg("done"), release(),
+           "This rank leaves the job (done: all epochs trained): goodbye to the daemon; the "
+           "plan and state stay.");
+  m.def("make_planner", &make_planner, py::arg("settings"), py::arg("rank"), py::arg("world"),
+        py::arg("allgather"), py::arg("address") = "", py::arg("job") = "",
+        py::arg("token_file") = "", py::arg("timeout_s") = 10.0,
+        py::arg("connect_timeout_s") = 2.0,
+        "The job's planner on this rank, a collective (dbs::make_planner): allgather(bytes) -> "
+        "bytes, every rank's equal-sized bytes in rank order. address 'HOST:PORT' of "
+        "dbs-scheduler serve ('' = the embedded policy only), job the job id there, "
+        "token_file the job key. ConfigError when the ranks' settings differ, for a bad "
+        "policy, address or token file.");
 }

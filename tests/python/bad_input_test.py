@@ -2,7 +2,10 @@
 other rank (each case bounded by a timeout), for: a plan whose world differs from WORLD_SIZE,
 ranks disagreeing on the settings, a dataset smaller than the global batch, a fixed: spec of
 the wrong length, a --disturb rank outside the job, and the package without its built
-extension."""
+extension. The same with plans from a daemon (dbs-scheduler serve on loopback), and what only
+the daemon path has: --scheduler (scheduler=) without --job, a bad address, ranks naming
+different jobs, a job key missing on one rank only. (A daemon's plan of another job is refused
+while the job goes on: tests/python/daemon_test.py.)"""
 
 import os
 import shutil
@@ -32,11 +35,52 @@ cases = [
     ("a --disturb rank outside the job", [TRAIN, "--disturb", "rank=2,factor=3", *SMALL],
      "--disturb rank=2,factor=3: rank 2, the job has 2 ranks"),
 ]
-for what, args, message in cases:
-    rc, _, stderr = harness.torchrun(*args, timeout=120)
-    harness.check(rc != 0 and message in stderr,
-                  f"{what}: exit {rc}, stderr names it: {message!r}"
-                  + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
+
+
+def run_cases(cases):
+    for what, args, message in cases:
+        rc, _, stderr = harness.torchrun(*args, timeout=120)
+        harness.check(rc != 0 and message in stderr,
+                      f"{what}: exit {rc}, stderr names it: {message!r}"
+                      + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
+
+
+run_cases(cases)
+
+with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tmp) as daemon:
+    # train.py with a daemon: its own check, and one of the library's through the CLI.
+    key = daemon.job_key("py-bad")
+    run_cases([
+        ("--scheduler without --job", [TRAIN, "--scheduler", daemon.listen, *SMALL],
+         "ValueError: --scheduler needs --job ID"),
+        ("a fixed: spec of the wrong length (daemon)",
+         [TRAIN, "--policy", "fixed:100,20,8", "--train-limit", "256", "--scheduler",
+          daemon.listen, "--job", "py-bad", "--token-file", key, *SMALL],
+         "ConfigError: policy 'fixed:100,20,8': 3 sizes for 2 ranks"),
+    ])
+    # The Balancer's cases with a daemon, one after the other in one run: each raises on both
+    # ranks, or the next one's collectives wait until the timeout.
+    rc, stdout, stderr = harness.torchrun(WORKER, "bad-daemon", daemon.listen, timeout=180)
+    harness.check(rc == 0, f"worker.py bad-daemon: exit {rc}"
+                  + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
+    for case, message in [
+            ("world-plan", "ValueError: dbs.torch: the state_dict's plan is for 3 ranks"),
+            ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
+            ("small-dataset", "the dataset has 100 samples, fewer than global_batch 128"),
+            ("fixed-length", "ConfigError: policy 'fixed:100,20,8': 3 sizes for 2 ranks"),
+            ("no-job", "ValueError: dbs.torch.Balancer: scheduler needs job"),
+            ("bad-address", "ConfigError: --scheduler 'localhost': no host or no port"),
+            ("job-disagree", "rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
+            ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")]:
+        lines = [line.split("]:", 1)[-1] for line in stdout.splitlines()
+                 if line.split("]:", 1)[-1].startswith(case + ":")]
+        harness.check(len(lines) == 2 and all(message in line for line in lines),
+                      f"{case} with a daemon raises on both ranks: {message!r}"
+                      + ("" if len(lines) == 2 else f"\n{stdout[-3000:]}"))
+    lines = [line for line in stdout.splitlines() if "token-one-rank:" in line]
+    harness.check(any("rank 1 could not make its planner: ConfigError: token file" in line
+                      for line in lines),
+                  "rank 0 names rank 1 and its missing job key")
 
 with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(os.path.join(harness.ROOT, "python/dbs"), os.path.join(tmp, "dbs"),

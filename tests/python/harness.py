@@ -1,15 +1,21 @@
-"""Shared by the python suite's tests: the skip rule and a bounded 2-rank torchrun.
+"""Shared by the python suite's tests: the skip rule, a bounded 2-rank torchrun and a
+dbs-scheduler serve on loopback.
 
-Each test runs from the source root with PYTHONPATH=<build>/python (tests/meson.build). It
-exits 77 with the reason on its last line where the package or torch is missing.
+Each test runs from the source root with PYTHONPATH=<build>/python and DBS_BUILD=<build>
+(tests/meson.build). It exits 77 with the reason on its last line where the package or torch
+is missing.
 """
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TORCHRUN = "/usr/bin/torchrun"
@@ -17,6 +23,8 @@ TORCHRUN = "/usr/bin/torchrun"
 # --tee 0" (the flag enum lost its zero member in iteration): tee stdout instead, which keeps
 # both streams on the console.
 TORCHRUN_STD = ["--redirects", "1", "--tee", "1"]
+BUILD = os.environ.get("DBS_BUILD", os.path.join(ROOT, "build"))
+SCHEDULER = os.path.join(BUILD, "scheduler", "dbs-scheduler")
 
 
 def skip_unless_ready():
@@ -37,24 +45,112 @@ def skip_unless_ready():
         sys.exit(77)
 
 
-def torchrun(script, *args, nproc=2, timeout=240):
+def torchrun(script, *args, nproc=2, timeout=240, started=None):
     """Runs `script args` on nproc local ranks (1 thread each); returns (returncode, stdout,
-    stderr). A run past `timeout` seconds fails the test: a hang is a failure, never a wait."""
+    stderr). A run past `timeout` seconds fails the test: a hang is a failure, never a wait.
+    started(popen), when given, runs once the ranks are starting (the run goes on meanwhile;
+    its output is read after it returns)."""
     logs = tempfile.mkdtemp(prefix="dbs-torchrun-")
-    cmd = [TORCHRUN, "--standalone", "--nnodes", "1", "--nproc_per_node", str(nproc),
+    # Not --standalone: its rendezvous is always localhost:29400, so a second torchrun on the
+    # machine would join the first one's store and fail when that run ends.
+    cmd = [TORCHRUN, "--nnodes", "1", "--master_addr", "127.0.0.1", "--master_port",
+           str(free_port()), "--nproc_per_node", str(nproc),
            *TORCHRUN_STD, "--log_dir", logs, script, *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
+    # Output to files, not pipes: nothing blocks the ranks while started() runs.
+    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=stdout, stderr=stderr, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + timeout
     try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)  # torchrun and its ranks: the session it leads
-        out, err = p.communicate()
-        fail(f"{' '.join(cmd)}: no end after {timeout} s (a hang)\n{err}")
+        if started:
+            started(p)
+        p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except BaseException as e:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # torchrun and its ranks: the session it leads
+        except ProcessLookupError:
+            pass
+        p.wait()
+        if not isinstance(e, subprocess.TimeoutExpired):
+            raise
+        stderr.seek(0)
+        fail(f"{' '.join(cmd)}: no end after {timeout} s (a hang)\n{stderr.read()}")
     finally:
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+        stdout.close()
+        stderr.close()
         shutil.rmtree(logs, ignore_errors=True)
     return p.returncode, out, err
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 free at the moment of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """dbs-scheduler serve on loopback ports of its choosing, with a token (600) and a state
+    directory in `folder`: listen and http are its HOST:PORTs. kill() sends SIGKILL."""
+
+    def __init__(self, folder):
+        if not os.access(SCHEDULER, os.X_OK):
+            fail(f"{SCHEDULER} is not built (DBS_BUILD={BUILD})")
+        self.folder = folder
+        os.makedirs(folder, exist_ok=True)
+        self.token = os.path.join(folder, "token")
+        with open(os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(os.urandom(24).hex() + "\n")
+        ready = os.path.join(folder, "ready.json")
+        self.log = os.path.join(folder, "daemon.log")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [SCHEDULER, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                 "--token-file", self.token, "--state-dir", os.path.join(folder, "state"),
+                 "--ready-file", ready], stdout=log, stderr=log)
+        for _ in range(400):
+            if os.path.exists(ready) and os.path.getsize(ready) > 0:
+                address = json.load(open(ready))
+                self.listen, self.http = address["listen"], address["http"]
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.025)
+        self.kill()
+        fail(f"dbs-scheduler serve did not start:\n{open(self.log).read()}")
+
+    def job_key(self, job):
+        """The file of `job`'s key (dbs-scheduler job-key), mode 600."""
+        key = subprocess.run([SCHEDULER, "job-key", "--token-file", self.token, job],
+                             check=True, capture_output=True, text=True).stdout
+        path = os.path.join(self.folder, job + ".key")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(key)
+        return path
+
+    def get(self, path, token=True):
+        """GET http://<http><path> (with the daemon token as the bearer): the body as text."""
+        request = urllib.request.Request(f"http://{self.http}{path}")
+        if token:
+            request.add_header("Authorization",
+                               "Bearer " + open(self.token).read().strip())
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.read().decode()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
 
 
 def fail(message):

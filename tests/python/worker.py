@@ -6,6 +6,9 @@
                                    policy dbs; logs every step's indices per rank; stops
                                    after step STOP_STEP of epoch STOP_EPOCH saving state_dict
   worker.py bad  CASE              a bad input: world-plan, disagree
+  worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn, planned by the daemon at
+                                   HOST:PORT (job py-bad); prints "CASE: Type: message" for
+                                   each exception and goes on with the next case
 """
 
 import json
@@ -98,19 +101,49 @@ def save_log(log, steps):
             json.dump(every, f)
 
 
-def bad(case):
+def bad(case, scheduler=""):
     ddp = DistributedDataParallel(model())
+    rank = dist.get_rank()
+    daemon = {"scheduler": scheduler, "job": "py-bad" if scheduler else ""}
     if case == "world-plan":  # a state_dict from a run of 3 ranks
-        bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5)
+        bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5, **daemon)
         state = bal.state_dict()
         plan = json.loads(state["plan"])
         plan.update(batch=[43, 43, 42], offset=[0, 43, 86], throughput=[0, 0, 0])
         state["plan"] = json.dumps(plan)
         bal.load_state_dict(state)
     elif case == "disagree":  # rank 1 started with another global batch
-        dbs.torch.Balancer(ddp, N, B if dist.get_rank() == 0 else 64, seed=5)
+        dbs.torch.Balancer(ddp, N, B if rank == 0 else 64, seed=5, **daemon)
+    elif case == "small-dataset":
+        dbs.torch.Balancer(ddp, 100, B, seed=5, **daemon)
+    elif case == "fixed-length":
+        dbs.torch.Balancer(ddp, N, B, policy="fixed:100,20,8", seed=5, **daemon)
+    elif case == "no-job":
+        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler=scheduler)
+    elif case == "bad-address":
+        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler="localhost", job="py-bad")
+    elif case == "job-disagree":  # each rank names its own job at the daemon
+        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler=scheduler, job=f"py-bad-{rank}")
+    elif case == "token-one-rank":  # rank 1's node lacks the job key
+        key = "" if rank == 0 else "/nonexistent/job.key"
+        dbs.torch.Balancer(ddp, N, B, seed=5, token_file=key, **daemon)
     else:
         raise SystemExit(f"worker.py: unknown case {case}")
+
+
+BAD_DAEMON = ["world-plan", "disagree", "small-dataset", "fixed-length", "no-job", "bad-address",
+              "job-disagree", "token-one-rank"]
+
+
+def bad_daemon(scheduler):
+    """Each case must raise on every rank (a rank that did not would wait in the next case's
+    collectives, and the test's timeout ends the run)."""
+    for case in BAD_DAEMON:
+        try:
+            bad(case, scheduler)
+            print(f"{case}: no exception", flush=True)
+        except (ValueError, dbs.Error) as e:
+            print(f"{case}: {type(e).__name__}: {e}", flush=True)
 
 
 if __name__ == "__main__":
@@ -124,6 +157,8 @@ if __name__ == "__main__":
         pos = [a for a in rest if a != "--resume" and a != resume]
         stop = (int(pos[2]), int(pos[3]), pos[4]) if len(pos) > 2 else None
         run(pos[0], int(pos[1]), stop, resume)
+    elif mode == "bad-daemon":
+        bad_daemon(rest[0])
     else:
         bad(rest[0])
     dist.destroy_process_group()

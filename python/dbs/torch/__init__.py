@@ -9,7 +9,9 @@
         for x, y in loader: ...                # the ordinary mean-reduced loss and step
         balancer.end_epoch()                   # optional: the reports of the epoch
 
-See docs/guides/pytorch.md.
+Balancer(..., scheduler="HOST:PORT", job="ID", token_file="KEY") takes the end-of-epoch plans
+from dbs-scheduler serve (the embedded policy plans whenever the daemon's plan is not usable);
+balancer.close() after the last epoch says goodbye to it. See docs/guides/pytorch.md.
 """
 
 from dbs.torch.balancer import Balancer

@@ -1,15 +1,19 @@
 """Balancer: the plan of a DDP job and everything that follows it.
 
-It owns the planner (the library's embedded policy, run identically on every rank over
-torch.distributed), the position in the run (epoch, steps done) and this rank's step timings.
-Its batch sampler yields this rank's samples under the plan in force; its DDP communication
-hook weights unequal local batches into the global-batch mean and times each step. At the end
-of an epoch (and every `rebalance_every` steps) the ranks allgather their reports and each runs
-the policy on the same reports, so all decide the same plan.
+It owns the planner (the library's make_planner, its collectives over torch.distributed), the
+position in the run (epoch, steps done) and this rank's step timings. Its batch sampler yields
+this rank's samples under the plan in force; its DDP communication hook weights unequal local
+batches into the global-batch mean and times each step. At the end of an epoch (and every
+`rebalance_every` steps) the ranks allgather their reports and each runs the policy on the same
+reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoch plan comes
+from dbs-scheduler serve instead, and the embedded policy plans whenever the daemon's plan is
+not usable (unreachable, late, refusing, a plan of another job); in-epoch re-plans stay
+embedded.
 """
 
 import json
 
+import torch
 import torch.distributed as dist
 
 from dbs import _dbs
@@ -35,11 +39,18 @@ class Balancer:
     slowdown:        None, or f(compute_s) -> seconds to sleep after each step's backward,
                      counted as compute (to emulate a slower node in experiments)
     group:           the process group (None = the default one)
+    scheduler:       "HOST:PORT" of dbs-scheduler serve: the end-of-epoch plans come from it,
+                     with the embedded policy as the fallback ("" = the embedded policy only)
+    job:             the job id at the daemon, the same on every rank (required with scheduler)
+    token_file:      the job's key (`dbs-scheduler job-key`), a file only its owner may read
+    scheduler_timeout: seconds to wait for the daemon's plan at the end of an epoch
+    scheduler_connect_timeout: seconds per connection attempt to the daemon
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
-                 group=None):
+                 group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
+                 scheduler_connect_timeout=2.0):
         if not dist.is_initialized():
             raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
                                "(call dbs.torch.init_process_group() first)")
@@ -57,6 +68,14 @@ class Balancer:
         self.seed = int(seed)
         self.dataset_size = int(dataset_size)
         self.global_batch = int(global_batch)
+        self.scheduler, self.job = str(scheduler or ""), str(job or "")
+        if self.scheduler and not self.job:
+            raise ValueError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
+                             "(the same on every rank, e.g. slurm-$SLURM_JOB_ID)")
+        for name, value in (("scheduler_timeout", scheduler_timeout),
+                            ("scheduler_connect_timeout", scheduler_connect_timeout)):
+            if not float(value) > 0:
+                raise ValueError(f"dbs.torch.Balancer: {name} must be > 0, got {value!r}")
         self._agree()
         if self.global_batch < self.world:
             raise ValueError(f"dbs.torch.Balancer: global_batch {self.global_batch} is smaller "
@@ -68,7 +87,9 @@ class Balancer:
             raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
-        self._planner = _dbs.EmbeddedPlanner(self.settings, self.world)
+        self._planner = self._make_planner(str(token_file or ""), float(scheduler_timeout),
+                                           float(scheduler_connect_timeout))
+        self._closed = False
         self.slowdown = slowdown
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
         self._done = 0          # its steps whose backward finished
@@ -77,7 +98,9 @@ class Balancer:
         self._window = 0        # first step since the last in-epoch re-plan
         self.replans = 0        # in-epoch re-plans that changed the plan this epoch
         self.reports = []       # every rank's dbs.Report of the last finished epoch
-        self.source = "initial" # where the plan in force came from
+        # where the plan in force came from: "initial", "embedded", "daemon",
+        # "embedded-fallback" (the daemon's plan was not usable), "rebalance" or "resumed"
+        self.source = "initial"
         self._clock = StepClock(self)
         model.register_forward_pre_hook(self._clock.forward_pre_hook)
         model.register_comm_hook(group, self._clock.comm_hook)
@@ -91,7 +114,7 @@ class Balancer:
     # The settings every rank must share: checked once, on all ranks, so every rank raises.
     def _agree(self):
         mine = {"settings": json.loads(self.settings.to_json()), "seed": self.seed,
-                "dataset_size": self.dataset_size}
+                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job}
         every = [None] * self.world
         dist.all_gather_object(every, mine, group=self.group)
         for rank, theirs in enumerate(every):
@@ -101,6 +124,37 @@ class Balancer:
                                  f"{rank} has " + ", ".join(f"{k}={_flat(theirs)[k]!r}" for k in diff)
                                  + ", rank 0 " + ", ".join(f"{k}={_flat(every[0]).get(k)!r}"
                                                            for k in diff))
+
+    def _allgather(self, data):
+        """The library's allgather: every rank's `data` (bytes, the same length on all) in rank
+        order, over the process group."""
+        mine = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        every = [torch.empty_like(mine) for _ in range(self.world)]
+        dist.all_gather(every, mine, group=self.group)
+        return b"".join(t.numpy().tobytes() for t in every)
+
+    def _make_planner(self, token_file, timeout_s, connect_timeout_s):
+        """make_planner on every rank; when it fails on any rank (a token file missing on one
+        node), every rank raises, naming the rank and its error, so none trains alone."""
+        planner, error = None, None
+        try:
+            planner = _dbs.make_planner(self.settings, self.rank, self.world, self._allgather,
+                                        address=self.scheduler, job=self.job,
+                                        token_file=token_file, timeout_s=timeout_s,
+                                        connect_timeout_s=connect_timeout_s)
+        except _dbs.Error as e:
+            error = e
+        every = [None] * self.world
+        dist.all_gather_object(every, None if error is None else
+                               (type(error).__name__, str(error)), group=self.group)
+        if error is not None:
+            raise error
+        for rank, theirs in enumerate(every):
+            if theirs is not None:
+                kind = getattr(_dbs, theirs[0], _dbs.Error)
+                raise kind(f"dbs.torch.Balancer: rank {rank} could not make its planner: "
+                           f"{theirs[0]}: {theirs[1]}")
+        return planner
 
     def _step_sizes(self):
         """(b_i, B_s) of the step about to run."""
@@ -175,6 +229,14 @@ class Balancer:
         self._check_world(self.plan, "the next plan")
         self._reported = True
         return self.reports
+
+    def close(self, done=True):
+        """This rank leaves the job: done (all epochs trained) or stopped early (it may be
+        resumed). With a scheduler, says goodbye to the daemon, which then shows the job
+        finished (or stopped). Once; later calls do nothing."""
+        if not self._closed:
+            self._closed = True
+            self._planner.finish(bool(done))
 
     def _check_world(self, plan, what):
         if plan.world() != self.world:
