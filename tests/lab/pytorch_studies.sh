@@ -30,7 +30,7 @@ $PY $SPEED --build "$BUILD" --out "$TMP/p.jsonl" --runs 1 --cases "$cases" "${ti
   { cat "$TMP/speed.err"; fail "pytorch_speed.py failed"; }
 left=$(comm -13 <(echo "$before") <(ls -d "$CG"/dbs-pytorch-* 2>/dev/null || true))
 [ -z "$left" ] || fail "a cgroup was left: $left"
-$PY $CONV --build "$BUILD" --out "$TMP/p.jsonl" --logs "$TMP/logs" --epochs 1 --batch 64 \
+$PY $CONV --build "$BUILD" --out "$TMP/p.jsonl" --logs "$TMP/logs" --parallel --epochs 1 --batch 64 \
   --train-limit 256 --test-limit 64 >"$TMP/conv.out" 2>"$TMP/conv.err" ||
   { cat "$TMP/conv.err"; fail "pytorch_convergence.py failed"; }
 [ -s "$TMP/logs/static.log" ] && [ -s "$TMP/logs/dbs.log" ] || fail "no run logs: $(ls "$TMP/logs")"

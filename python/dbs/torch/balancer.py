@@ -76,11 +76,11 @@ class Balancer:
         self._reported = False  # its end was reported and the next plan made
         self._steps = []        # (local batch, compute s) of its steps on this rank
         self._window = 0        # first step since the last in-epoch re-plan
+        self.overhead_s = 0.0   # thread CPU s of this rank in dbs.torch's code (sampler, hooks
+                                # without the slowdown, reports, planning), cumulative
         self.replans = 0        # in-epoch re-plans that changed the plan this epoch
         self.reports = []       # every rank's dbs.Report of the last finished epoch
         self.source = "initial" # where the plan in force came from
-        self.overhead_s = 0.0   # thread CPU s of this rank in dbs.torch's code (sampler, hooks
-                                # without the slowdown's sleep, reports, planning), cumulative
         self._clock = StepClock(self)
         model.register_forward_pre_hook(self._clock.forward_pre_hook)
         model.register_comm_hook(group, self._clock.comm_hook)
