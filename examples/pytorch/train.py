@@ -213,6 +213,7 @@ def main(args):
         steps = balancer.steps_per_epoch
 
     epochs = []
+    overhead = 0.0  # balancer.overhead_s at the start of the epoch
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         batch = list(balancer.plan.batch) if balancer else [args.batch // world] * world
@@ -230,6 +231,9 @@ def main(args):
             reports = balancer.end_epoch()
             throughput = [r.throughput() for r in reports]
             samples = len(train)
+            dbs_cpu = [None] * world  # per rank, thread CPU s of dbs.torch's code this epoch
+            dist.all_gather_object(dbs_cpu, balancer.overhead_s - overhead)
+            overhead = balancer.overhead_s
         else:
             mine = dbs._dbs.make_report(rank, epoch, batch[rank], timing.steps)
             timing.steps = []
@@ -240,10 +244,11 @@ def main(args):
         acc = evaluate(ddp, test, rank, world)
         row = {"epoch": epoch + 1, "wall_s": wall, "batch": batch, "throughput": throughput,
                "busy_ideal_s": samples / sum(throughput) if sum(throughput) > 0 else 0.0,
-               "test_acc": acc}
+               "test_acc": acc, "steps": steps}
         if balancer:
             row["replans"] = balancer.replans
             row["next_batch"] = list(balancer.plan.batch)
+            row["dbs_overhead_s"] = dbs_cpu
         epochs.append(row)
         if rank == 0:
             print(f"epoch {epoch + 1}: wall {wall:.2f} s, batch {batch}, img/s/rank "

@@ -12,6 +12,7 @@ embedded.
 """
 
 import json
+import time
 
 import torch
 import torch.distributed as dist
@@ -96,6 +97,8 @@ class Balancer:
         self._reported = False  # its end was reported and the next plan made
         self._steps = []        # (local batch, compute s) of its steps on this rank
         self._window = 0        # first step since the last in-epoch re-plan
+        self.overhead_s = 0.0   # thread CPU s of this rank in dbs.torch's code (sampler, hooks
+                                # without the slowdown, reports, planning), cumulative
         self.replans = 0        # in-epoch re-plans that changed the plan this epoch
         self.reports = []       # every rank's dbs.Report of the last finished epoch
         # where the plan in force came from: "initial", "embedded", "daemon",
@@ -185,6 +188,13 @@ class Balancer:
         k = self.settings.rebalance_every
         if k == 0 or (step - self._window) % k != 0:
             return
+        cpu = time.thread_time()
+        try:
+            self._rebalance(step)
+        finally:
+            self.overhead_s += time.thread_time() - cpu
+
+    def _rebalance(self, step):
         if self._done != step:
             raise RuntimeError("dbs.torch: rebalance_every needs DataLoader(num_workers=0): "
                                f"step {step} was asked for before step {step - 1} finished")
@@ -216,6 +226,13 @@ class Balancer:
         do it when the loop did not). Returns every rank's dbs.Report of the epoch."""
         if self._reported:
             return self.reports
+        cpu = time.thread_time()
+        try:
+            return self._end_epoch()
+        finally:
+            self.overhead_s += time.thread_time() - cpu
+
+    def _end_epoch(self):
         if self._done != self.steps_per_epoch:
             raise RuntimeError(f"dbs.torch: end_epoch after {self._done} of "
                                f"{self.steps_per_epoch} steps of epoch {self.epoch}")

@@ -6,7 +6,8 @@ smaller on the short last step), so the sum is the mean over the global batch: t
 one process on the global batch. Timing: a forward pre-hook on the DDP module marks the start
 of a step (the first forward with gradients on, in training mode); the hook of the last bucket
 marks the end of backward. The time after it (the allreduce and the wait for other ranks, the
-optimizer step) is not compute.
+optimizer step) is not compute. The hooks' own thread CPU time (without the slowdown and the
+allreduce, which plain DDP has too) goes to Balancer.overhead_s.
 """
 
 import time
@@ -26,25 +27,31 @@ class StepClock:
 
     def forward_pre_hook(self, module, inputs):
         if self.start is None and module.training and torch.is_grad_enabled():
+            cpu = time.thread_time()
             self.local, total = self.owner._step_sizes()
             self.weight = self.local / total
             self.start = time.perf_counter()
+            self.owner.overhead_s += time.thread_time() - cpu
 
     def comm_hook(self, group, bucket):
+        cpu = time.thread_time()
         if bucket.is_last():
             if self.start is None:
                 raise RuntimeError("dbs.torch: a backward without a forward of the DDP model "
                                    "given to Balancer")
             compute = time.perf_counter() - self.start
             slowdown = self.owner.slowdown
-            if slowdown is not None:
+            if slowdown is not None:  # the experiment's, not dbs's: outside overhead_s
+                self.owner.overhead_s += time.thread_time() - cpu
                 pause = slowdown(compute)
                 if pause > 0:
                     time.sleep(pause)
                     compute = time.perf_counter() - self.start
+                cpu = time.thread_time()
             self.start = None
             self.owner._step_done(self.local, compute)
         buf = bucket.buffer()
         buf.mul_(self.weight)
+        self.owner.overhead_s += time.thread_time() - cpu
         return (dist.all_reduce(buf, group=group, async_op=True).get_future()
                 .then(lambda fut: fut.value()[0]))

@@ -6,6 +6,8 @@ seed). Step s trains on the global batch pi_e[s*B : s*B + B]; rank i takes the s
 split in the plan's proportions). So the samples of a global step do not depend on the plan.
 """
 
+import time
+
 from dbs import _dbs
 
 
@@ -30,13 +32,17 @@ class BatchSampler:
         return self._balancer.steps_per_epoch
 
     def __iter__(self):
+        """This rank's indices of each step; the CPU time of making them goes to
+        Balancer.overhead_s."""
         b = self._balancer
         b._begin_epoch()
+        cpu = time.thread_time()
         perm = _dbs.permutation(b.dataset_size, b.seed, b.epoch)
         first = b._done
         for s in range(first, b.steps_per_epoch):
             if s > first:
-                b._before_step(s)
+                b._before_step(s)  # counts its own CPU time
+                cpu = time.thread_time()
             start = s * b.global_batch
             sizes = _dbs.step_batch(b.plan, min(b.global_batch, b.dataset_size - start))
             if 0 in sizes:  # the same sizes on every rank: all raise here, none waits
@@ -45,4 +51,6 @@ class BatchSampler:
                     f"{sizes}: rank {sizes.index(0)} would get none. Use a dataset size whose "
                     f"remainder modulo global_batch {b.global_batch} is 0 or larger")
             lo = start + _dbs.offsets_of(sizes)[b.rank]
-            yield perm[lo:lo + sizes[b.rank]].tolist()
+            indices = perm[lo:lo + sizes[b.rank]].tolist()
+            b.overhead_s += time.thread_time() - cpu
+            yield indices

@@ -1,0 +1,73 @@
+# lab/experiments/pytorch_speed.py and pytorch_convergence.py at tiny sizes: their option
+# errors, the records they write (both studies in one file), the tables, and --report printing
+# the same tables again from the records (figures are not judged: studies, not tests).
+source "$(dirname "$0")/../e2e/common.bash"
+SPEED=lab/experiments/pytorch_speed.py
+CONV=lab/experiments/pytorch_convergence.py
+PY=/usr/bin/python3
+$PY -c 'import torch' 2>/dev/null || { echo "skip: torch is not importable by $PY"; exit 77; }
+[ -d "$BUILD/python/dbs/torch" ] || { echo "skip: no $BUILD/python (-Dpython=enabled)"; exit 77; }
+[ -x /usr/bin/torchrun ] || { echo "skip: no /usr/bin/torchrun"; exit 77; }
+
+expect_fail "--cases: 'slow' is not quota or disturb" $PY $SPEED --cases quota,slow
+expect_fail "--steady-from 6: expected 1..--epochs 5" $PY $SPEED --steady-from 6
+expect_fail "no /nonexistent/python/dbs/torch" $PY $SPEED --build /nonexistent --out "$TMP/x.jsonl"
+expect_fail "$TMP/none.jsonl: cannot read it" $PY $CONV --report "$TMP/none.jsonl"
+[ ! -e "$TMP/x.jsonl" ] || fail "a refused study wrote its --out"
+
+# The quota case where this machine lets us make CPU cgroups (root, cgroup v1's cpu controller).
+CG=/sys/fs/cgroup/cpu
+cases=disturb
+if [ "$(id -u)" = 0 ] && [ -w "$CG/cgroup.procs" ] && [ -e "$CG/cpu.cfs_quota_us" ]; then
+  cases=quota,disturb
+else
+  echo "skip: the quota case needs root and cgroup v1's cpu controller at $CG (not here)"
+fi
+before=$(ls -d "$CG"/dbs-pytorch-* 2>/dev/null || true)  # a study running beside the test
+tiny=(--epochs 2 --batch 64 --train-limit 256 --test-limit 64)
+$PY $SPEED --build "$BUILD" --out "$TMP/p.jsonl" --runs 1 --cases "$cases" "${tiny[@]}" \
+  --steady-from 2 --overhead-worlds 1 --overhead-epochs 1 >"$TMP/speed.out" 2>"$TMP/speed.err" ||
+  { cat "$TMP/speed.err"; fail "pytorch_speed.py failed"; }
+left=$(comm -13 <(echo "$before") <(ls -d "$CG"/dbs-pytorch-* 2>/dev/null || true))
+[ -z "$left" ] || fail "a cgroup was left: $left"
+$PY $CONV --build "$BUILD" --out "$TMP/p.jsonl" --logs "$TMP/logs" --parallel --epochs 1 --batch 64 \
+  --train-limit 256 --test-limit 64 >"$TMP/conv.out" 2>"$TMP/conv.err" ||
+  { cat "$TMP/conv.err"; fail "pytorch_convergence.py failed"; }
+[ -s "$TMP/logs/static.log" ] && [ -s "$TMP/logs/dbs.log" ] || fail "no run logs: $(ls "$TMP/logs")"
+
+$PY - "$TMP/p.jsonl" "$TMP/speed.out" "$TMP/conv.out" "$cases" <<'PY' || fail "the records or tables are wrong"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+speed = [r for r in records if r["study"] == "pytorch-speed"]
+conv = [r for r in records if r["study"] == "pytorch-convergence"]
+cases = sys.argv[4].split(",")
+want = [(c, p, 2) for c in cases for p in ("static", "dbs")] + [("overhead", p, 1) for p in ("static", "dbs")]
+assert [(r["case"], r["policy"], r["world"]) for r in speed] == want, [(r["case"], r["policy"]) for r in speed]
+assert sorted(r["policy"] for r in conv) == ["dbs", "static"], conv
+for r in speed:
+    s = r["summary"]
+    assert s["policy"] == r["policy"] and s["world"] == r["world"] and len(s["epochs"]) >= 1, r
+    assert (r["quota"] == "1=0.33") == (r["case"] == "quota"), r
+    assert (s["disturb"] == ["rank=1,factor=3"]) == (r["case"] == "disturb"), s["disturb"]
+    for e in s["epochs"]:
+        assert e["steps"] == 4, e
+        if r["policy"] == "dbs":  # dbs.torch's own CPU time: some, and far less than the epoch
+            assert len(e["dbs_overhead_s"]) == r["world"], e
+            assert all(0 < x < e["wall_s"] for x in e["dbs_overhead_s"]), e
+        else:
+            assert "dbs_overhead_s" not in e, e
+    walls = [e["wall_s"] for e in s["epochs"][r["steady_from"] - 1:]]
+    assert abs(r["steady_epoch_s"] - sum(walls) / len(walls)) < 1e-9, r
+out = open(sys.argv[2]).read()
+for c in cases:
+    assert "\n%s case, 2 ranks, steady epochs from 2:" % c in out, out
+    assert "at least 1.8x faster than static: " in out and " of 1;" in out, out
+assert "share" in out and "(at most 2%)" in out, out
+assert "final: dbs " in open(sys.argv[3]).read()
+print("records and tables ok")
+PY
+$PY $SPEED --report "$TMP/p.jsonl" >"$TMP/again.out" || fail "--report failed"
+cmp -s "$TMP/speed.out" "$TMP/again.out" || fail "--report printed another table: $(diff "$TMP/speed.out" "$TMP/again.out")"
+$PY $CONV --report "$TMP/p.jsonl" >"$TMP/conv_again.out" || fail "convergence --report failed"
+cmp -s "$TMP/conv.out" "$TMP/conv_again.out" || fail "convergence --report printed another table"
+echo "pytorch studies ok"
