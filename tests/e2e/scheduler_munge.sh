@@ -42,7 +42,11 @@ import json, socket, sys
 host, port = sys.argv[1].rsplit(":", 1)
 job, rank, world, auth = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 msg = {"v": 2, "type": "register", "job": job, "rank": rank, "world": world, "host": "h",
-       "auth": auth, "config": {"policy": "dbs", "global_batch": 64, "samples_per_epoch": 640}}
+       "config": {"policy": "dbs", "global_batch": 64, "samples_per_epoch": 640,
+                                      "min_batch": 1, "max_batch": 0, "min_gain": 0.02,
+                                      "rebalance_every": 0}}
+if auth:
+    msg["auth"] = auth
 s = socket.create_connection((host, int(port)), timeout=10)
 s.sendall((json.dumps(msg) + "\n").encode())
 print(s.makefile().readline().strip())

@@ -64,8 +64,8 @@ TEST_CASE("Owner.TheJournalKeepsTheOwnerAndOldJobsHaveNone") {
   std::ifstream in(dir + "/journal.jsonl");
   std::string line, created;
   while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line);
-    if (j["type"] == "job" && j["job"] == "running-job") {
+    const auto j = nlohmann::json::parse(line, nullptr, false);  // the fixture has bad lines
+    if (j.is_object() && j.value("type", "") == "job" && j.value("job", "") == "running-job") {
       auto mine = j;
       mine["job"] = "alices-job";
       mine["owner"] = 1001;
