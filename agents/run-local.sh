@@ -36,7 +36,7 @@ if $with_scheduler; then
   http=$(python3 -c 'import json; print(json.load(open("out/scheduler-ready.json"))["http"])')
   job=local-$(date +%Y%m%d-%H%M%S)-$$
   echo "dbs: scheduler daemon on $listen, status page http://$http/, job $job"
-  # The agents get the job's key, not the daemon token (which only creates jobs).
+  # The agents get the job's key, which opens this job only, not the daemon token (the admin's).
   (umask 077 && build/scheduler/dbs-scheduler job-key --token-file out/scheduler-token "$job" \
     >out/scheduler-job.key)
   scheduler_args=(--scheduler "$listen" --token-file out/scheduler-job.key --job "$job")

@@ -81,6 +81,21 @@ struct RemoteOptions {
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
                                       const RemoteOptions& remote = {});
 
+// How the ranks prove who they are to the daemon (API 1.1; make_planner above uses the defaults).
+struct RemoteAuth {
+  // "token" (remote.token_file), "munge" (a munge credential of the user running the rank,
+  // encoded anew for every register; the job belongs to that uid) or "auto" (token_file when
+  // given, else munge when the library has it; a munged that cannot encode leaves the register
+  // without a credential, and the log says why).
+  std::string mode = "auto";
+  std::string munge_socket;  // munged's socket ("" = munge's default)
+};
+
+// make_planner with auth; also throws ConfigError for an unknown mode, mode "munge" in a
+// library built without munge, and mode "token" without remote.token_file.
+std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
+                                      const RemoteOptions& remote, const RemoteAuth& auth);
+
 // Every rank's report in rank order from this rank's `mine` (a collective: one allgather).
 // Throws InputError when a rank's report names another rank.
 std::vector<Report> gather_reports(const Group& group, const Report& mine);

@@ -85,10 +85,15 @@ void check_agreement(const Settings& settings, const Group& group) {
 
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
                                       const RemoteOptions& remote) {
+  return make_planner(settings, group, remote, RemoteAuth{});
+}
+
+std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
+                                      const RemoteOptions& remote, const RemoteAuth& auth) {
   check_group(group);
   check_agreement(settings, group);
   if (remote.address.empty()) return std::make_unique<planner::Embedded>(settings, group.size);
-  return planner::make_remote(remote, settings, group);
+  return planner::make_remote(remote, auth, settings, group);
 }
 
 std::vector<Report> gather_reports(const Group& group, const Report& mine) {

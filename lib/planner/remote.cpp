@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "lib/auth/credential.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 #include "lib/common/log.h"
@@ -32,7 +33,8 @@ using Clock = std::chrono::steady_clock;
 
 class Remote : public Planner {
  public:
-  Remote(const RemoteOptions& options, const policy::Settings& settings, const Group& group);
+  Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
+         const Group& group);
   ~Remote() override;
   Remote(const Remote&) = delete;
   Remote& operator=(const Remote&) = delete;
@@ -50,6 +52,9 @@ class Remote : public Planner {
 
  private:
   void on_connected();
+  // The register to send on this connect: with a fresh munge credential when the ranks use
+  // munge (a credential opens one register only).
+  std::string register_line();
   void on_line(std::string_view line);
   void on_lost(const std::string& why);
   // This rank's share of the daemon's plan of `epoch`, or nothing with `why` set. Blocks up to
@@ -60,10 +65,13 @@ class Remote : public Planner {
                                     std::string& why);
 
   RemoteOptions options_;
+  RemoteAuth auth_;
   Allgather allgather_;
   policy::Settings settings_;
   int world_, rank_;
-  std::string register_line_;
+  proto::RegisterMsg register_;
+  bool munge_ = false;        // a munge credential with every register
+  bool munge_warned_ = false;  // said once that munged could not encode (auto)
   Embedded fallback_;  // its plan is the plan in force, the daemon's adopted when agreed
   net::asio::io_context io_;
   std::shared_ptr<net::LineClient> client_;
@@ -80,22 +88,33 @@ class Remote : public Planner {
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
 };
 
-Remote::Remote(const RemoteOptions& options, const policy::Settings& settings, const Group& group)
+Remote::Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
+               const Group& group)
     : options_(options),
+      auth_(std::move(how)),
       allgather_(group.allgather),
       settings_(settings),
       world_(group.size),
       rank_(group.rank),
       fallback_(settings, world_) {
-  proto::RegisterMsg reg;
+  const std::string& mode = auth_.mode;
+  if (mode != "auto" && mode != "token" && mode != "munge")
+    throw ConfigError("auth must be auto, token or munge, not '" + mode + "'");
+  if (mode == "munge" && !auth::munge_built())
+    throw ConfigError("auth munge: munge is not built into this dbs (libmunge-dev, -Dmunge=enabled)");
+  if (mode == "token" && options_.token_file.empty())
+    throw ConfigError("auth token needs a token file (--token-file or DBS_TOKEN_FILE)");
+  munge_ = mode == "munge" || (mode == "auto" && options_.token_file.empty() && auth::munge_built());
+  proto::RegisterMsg& reg = register_;
   reg.job = options_.job;
-  reg.token = options_.token_file.empty() ? "" : net::read_token_file(options_.token_file);
+  reg.token = options_.token_file.empty() || mode == "munge"
+                  ? ""
+                  : net::read_token_file(options_.token_file);
   reg.rank = rank_;
   reg.world = world_;
   reg.host = group.host.empty() ? host_name() : group.host;
   reg.config = settings_;
   reg.waiting = group.waiting;
-  register_line_ = proto::encode(reg);
   net::ClientOptions co;
   co.server = net::parse_host_port(options_.address, "--scheduler");
   co.connect_timeout_s = options_.connect_timeout_s;
@@ -128,8 +147,23 @@ void Remote::on_connected() {
     report = report_line_;
   }
   changed_.notify_all();
-  client_->send(register_line_);
+  client_->send(register_line());
   if (!report.empty()) client_->send(report);
+}
+
+std::string Remote::register_line() {
+  if (!munge_) return proto::encode(register_);
+  proto::RegisterMsg reg = register_;
+  try {
+    reg.auth = proto::kMungeScheme +
+               auth::munge_encode(auth_.munge_socket, proto::munge_payload(reg.job, reg.rank));
+  } catch (const Error& e) {
+    const bool required = auth_.mode == "munge";
+    if (required || !munge_warned_)
+      (required ? log::warn : log::info)(std::string(e.what()) + "; registering without a credential");
+    munge_warned_ = true;
+  }
+  return proto::encode(reg);
 }
 
 void Remote::on_line(std::string_view line) {
@@ -257,9 +291,9 @@ void Remote::finish(bool done) {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const policy::Settings& settings,
-                                     const Group& group) {
-  return std::make_unique<Remote>(options, settings, group);
+std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const RemoteAuth& how,
+                                     const policy::Settings& settings, const Group& group) {
+  return std::make_unique<Remote>(options, how, settings, group);
 }
 
 }  // namespace dbs::planner

@@ -129,6 +129,10 @@ std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int worl
   return "";
 }
 
+std::string munge_payload(const std::string& job, int rank) {
+  return "dbs-register v" + std::to_string(kVersion) + " job=" + job + " rank=" + std::to_string(rank);
+}
+
 bool tokens_equal(std::string_view expected, std::string_view presented) {
   // Walk the expected token whatever the presented length; fold length and bytes into diff.
   unsigned diff = expected.size() == presented.size() ? 0u : 1u;

@@ -53,6 +53,13 @@ void check_join(const std::string& job, int world, const policy::Settings& confi
 std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
                           const policy::Settings& config);
 
+// A register's munge credential: "auth" is kMungeScheme + the credential, at most kMaxAuth
+// bytes. Its payload binds it to one register: munge_payload(job, rank), so that a credential
+// read off the wire cannot open another job or rank (munged itself refuses a second decode).
+inline constexpr const char* kMungeScheme = "munge:";
+inline constexpr std::size_t kMaxAuth = 4096;
+std::string munge_payload(const std::string& job, int rank);
+
 // Compares in time that depends only on the lengths, never on where the first difference is.
 bool tokens_equal(std::string_view expected, std::string_view presented);
 

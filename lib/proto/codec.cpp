@@ -69,6 +69,16 @@ std::string job_of(const Fields& f) {
   return s;
 }
 
+// A register's "auth": "munge:" and a munge credential (printable ASCII, no spaces).
+std::string auth_of(const Fields& f) {
+  std::string s = f.string("auth", kMaxAuth);
+  const std::string_view scheme = kMungeScheme;
+  bool ok = s.size() > scheme.size() && s.compare(0, scheme.size(), scheme) == 0;
+  for (const char c : s) ok = ok && c > 0x20 && c < 0x7f;
+  if (!ok) f.fail("field 'auth' must be \"munge:\" followed by a munge credential");
+  return s;
+}
+
 // The hash as 16 hex digits (JSON numbers do not hold 64 bits everywhere).
 std::string hex(std::uint64_t h) {
   char buf[17];
@@ -90,6 +100,7 @@ json body(const RegisterMsg& m) {
             {"host", m.host}};
   if (m.config) j["config"] = policy::to_json(*m.config);
   if (!m.waiting.empty()) j["waiting"] = m.waiting;
+  if (!m.auth.empty()) j["auth"] = m.auth;
   return j;
 }
 
@@ -156,6 +167,7 @@ RegisterMsg register_from(const Fields& f) {
   f.need("host");  // required; "" is allowed
   m.host = line_of(f, "host");
   m.waiting = line_of(f, "waiting");
+  if (f.has("auth")) m.auth = auth_of(f);
   if (f.has("config")) {
     m.config = policy::settings_from_json(f.object("config"));
     check_bounds(*m.config);

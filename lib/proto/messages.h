@@ -18,6 +18,8 @@ struct RegisterMsg {
   std::string host;                 // the rank's host name (for traces and the status page)
   std::optional<policy::Settings> config;  // required to create the job; empty = join only
   std::string waiting;  // how the rank waits in collectives and why (status page); "" = unsaid
+  // Who the rank's user is: "munge:<credential>" of proto::munge_payload(job, rank), or "" (none).
+  std::string auth;
   bool operator==(const RegisterMsg&) const = default;
 };
 

@@ -22,7 +22,10 @@
 //     The first register of an unknown job with a "config" creates the job; later ones must
 //     carry the same world and config. Without "config" a register only joins an existing job.
 //     "token" is the job token when the daemon has one (compared in constant time, never
-//     logged); a daemon without a token ignores it. A rank that registers again (a reconnect)
+//     logged); a daemon without a token ignores it. Instead, "auth" may carry
+//     "munge:<credential>" of the user running the rank, its payload munge_payload(job, rank)
+//     (lib/proto/checks.h); the daemon decodes it (serve --auth munge) and the job belongs to
+//     its uid. Left out when empty. A rank that registers again (a reconnect)
 //     replaces its previous connection, which is closed. Until a connection has registered,
 //     the daemon takes messages of at most 64 KiB.
 //  2. The daemon answers `plan` with the rank's share of the plan of the job's current epoch
@@ -78,7 +81,7 @@ enum class ErrorCode {
   version,       // wrong protocol version
   unknown_type,  // unknown message type
   too_long,      // line longer than the limit
-  auth,          // token missing or wrong
+  auth,          // token or munge credential missing or wrong, or the job is another user's
   unknown_job,   // job not known to the daemon
   conflict,      // register does not match the job
   state,         // message not allowed now (report before register, stale epoch, ...)

@@ -1,5 +1,6 @@
 #include "scheduler/serve/agent_handler.h"
 
+#include "lib/auth/credential.h"
 #include "lib/common/log.h"
 #include "lib/net/job_key.h"
 #include "lib/net/printable.h"
@@ -11,9 +12,9 @@ namespace dbs::scheduler {
 using proto::ErrorCode;
 using proto::ProtocolError;
 
-AgentHandler::AgentHandler(JobTable& jobs, std::string token, double idle_s)
+AgentHandler::AgentHandler(JobTable& jobs, AuthSettings auth, double idle_s)
     : jobs_(jobs),
-      token_(std::move(token)),
+      auth_(std::move(auth)),
       idle_s_(idle_s),
       heartbeat_(std::make_shared<const std::string>(proto::encode(proto::HeartbeatMsg{}))),
       goodbye_(std::make_shared<const std::string>(proto::encode(proto::GoodbyeMsg{true}))) {}
@@ -35,15 +36,40 @@ void AgentHandler::on_line(net::LineSession& session, std::string_view line) {
   }
 }
 
-void AgentHandler::authenticate(const proto::RegisterMsg& r) const {
-  if (token_.empty()) return;
-  if (r.token.empty()) throw ProtocolError(ErrorCode::auth, "missing token");
-  if (proto::tokens_equal(net::job_key(token_, r.job), r.token)) return;
-  if (!proto::tokens_equal(token_, r.token)) throw ProtocolError(ErrorCode::auth, "invalid token");
-  if (jobs_.jobs().count(r.job) != 0)  // the daemon token only creates jobs
-    throw ProtocolError(ErrorCode::auth, "job '" + r.job +
-                                             "' exists: its ranks present its job key "
-                                             "(dbs-scheduler job-key), not the daemon token");
+Caller AgentHandler::authenticate(const proto::RegisterMsg& r) const {
+  if (!auth_.any()) return {};
+  if (!r.auth.empty()) {
+    if (!auth_.munge)
+      throw ProtocolError(ErrorCode::auth, "this daemon does not take munge credentials (serve --auth)");
+    return authenticate_munge(r);
+  }
+  const std::string& token = auth_.token;
+  if (!auth_.token_mode || token.empty())
+    throw ProtocolError(ErrorCode::auth, "missing munge credential (this daemon authenticates "
+                                         "users with munge: dbs-agent --auth munge)");
+  if (r.token.empty())
+    throw ProtocolError(ErrorCode::auth,
+                        auth_.munge ? "missing token or munge credential" : "missing token");
+  if (proto::tokens_equal(net::job_key(token, r.job), r.token)) return {Caller::Kind::job_key};
+  if (proto::tokens_equal(token, r.token)) return {Caller::Kind::admin};
+  throw ProtocolError(ErrorCode::auth, "invalid token");
+}
+
+Caller AgentHandler::authenticate_munge(const proto::RegisterMsg& r) const {
+  auth::MungeIdentity id;
+  try {
+    id = auth::munge_decode(auth_.munge_socket,
+                            r.auth.substr(std::string_view(proto::kMungeScheme).size()));
+  } catch (const auth::MungeError& e) {
+    if (e.kind() == auth::MungeError::Kind::service) log::error(e.what());
+    throw ProtocolError(ErrorCode::auth, std::string(e.what()) + " (job '" + r.job + "', rank " +
+                                             std::to_string(r.rank) + ")");
+  }
+  if (id.payload != proto::munge_payload(r.job, r.rank))
+    throw ProtocolError(ErrorCode::auth, "munge credential of uid " + std::to_string(id.uid) +
+                                             " is not for rank " + std::to_string(r.rank) +
+                                             " of job '" + r.job + "'");
+  return {Caller::Kind::user, id.uid};
 }
 
 void AgentHandler::dispatch(net::LineSession& session, std::string_view line) {
@@ -60,8 +86,7 @@ void AgentHandler::dispatch(net::LineSession& session, std::string_view line) {
       throw ProtocolError(
           ErrorCode::state,
           "already registered as rank " + std::to_string(peer.rank) + " of job '" + peer.job + "'");
-    authenticate(*g);
-    jobs_.on_register(session, *g, peer, idle_s_);
+    jobs_.on_register(session, *g, peer, idle_s_, authenticate(*g));
   } else if (const auto* b = std::get_if<proto::GoodbyeMsg>(&message)) {
     if (peer.rank >= 0) jobs_.on_goodbye(session, peer, b->done);
     session.send_and_close(goodbye_);

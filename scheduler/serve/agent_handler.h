@@ -9,16 +9,26 @@
 #include <unordered_map>
 
 #include "lib/net/session.h"
+#include "scheduler/serve/caller.h"
 #include "scheduler/serve/jobs.h"
 
 namespace dbs::scheduler {
 
 inline constexpr std::size_t kErrorCodes = 12;  // proto::ErrorCode values
 
+// What a register must present (ServeOptions::auth).
+struct AuthSettings {
+  std::string token;         // the daemon token ("" = none)
+  bool token_mode = true;    // the token and job keys open jobs (with a token)
+  bool munge = false;        // munge credentials open the jobs of their uid
+  std::string munge_socket;  // munged's socket ("" = munge's default)
+  // Whether the daemon authenticates registers at all (else it listens on loopback only).
+  bool any() const { return munge || (token_mode && !token.empty()); }
+};
+
 class AgentHandler : public net::SessionHandler {
  public:
-  // token empty: no authentication (the daemon then listens on loopback only).
-  AgentHandler(JobTable& jobs, std::string token, double idle_s);
+  AgentHandler(JobTable& jobs, AuthSettings auth, double idle_s);
 
   void on_line(net::LineSession& session, std::string_view line) override;
   void on_close(net::LineSession& session) override;
@@ -28,12 +38,14 @@ class AgentHandler : public net::SessionHandler {
 
  private:
   void dispatch(net::LineSession& session, std::string_view line);
-  // The daemon token creates a job; the job's key (net::job_key) creates or joins it. Throws
-  // ProtocolError(auth).
-  void authenticate(const proto::RegisterMsg& r) const;
+  // Who presents r: the daemon token (the admin: any job), the job's key (net::job_key: its
+  // job), or a munge credential of r's job and rank (a user, caller.h). Throws
+  // ProtocolError(auth) naming the uid where munged gave one.
+  Caller authenticate(const proto::RegisterMsg& r) const;
+  Caller authenticate_munge(const proto::RegisterMsg& r) const;
 
   JobTable& jobs_;
-  std::string token_;
+  AuthSettings auth_;
   double idle_s_;
   std::unordered_map<net::LineSession*, Peer> peers_;
   std::uint64_t messages_ = 0;

@@ -80,6 +80,16 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--token-file", o->token_file,
                   "job token, a file only its owner may read (default: none, loopback only)")
       ->envname("DBS_TOKEN_FILE");
+  cmd->add_option("--auth", o->auth,
+                  "what agents present: token (the token or a job key), munge (a munge "
+                  "credential: the job belongs to its uid, no token needed) or token,munge; the "
+                  "token opens the full HTTP view in every mode")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"token", "munge", "token,munge", "munge,token"}));
+  cmd->add_option("--munge-socket", o->munge_socket,
+                  "munged's socket for --auth munge (default: munge's own, "
+                  "/run/munge/munge.socket.2)")
+      ->envname("MUNGE_SOCKET");
   cmd->add_option("--state-dir", o->state_dir,
                   "journal and traces here; a restart continues from it (default: in memory)");
   cmd->add_option("--keep-finished", o->keep_finished,

@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "lib/auth/credential.h"
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
 #include "lib/common/log.h"
@@ -28,8 +29,16 @@ net::SessionLimits limits_of(const ServeOptions& o) {
   return l;
 }
 
-std::string token_of(const ServeOptions& o) {
-  return o.token_file.empty() ? "" : net::read_token_file(o.token_file);
+AuthSettings auth_of(const ServeOptions& o) {
+  AuthSettings a;
+  a.token = o.token_file.empty() ? "" : net::read_token_file(o.token_file);
+  a.token_mode = o.auth.find("token") != std::string::npos;
+  a.munge = o.auth.find("munge") != std::string::npos;
+  a.munge_socket = o.munge_socket;
+  if (a.munge && !auth::munge_built())
+    throw ConfigError("--auth " + o.auth + ": munge is not built into this dbs-scheduler "
+                      "(install libmunge-dev and configure with -Dmunge=enabled)");
+  return a;
 }
 
 void check_options(const ServeOptions& o) {
@@ -56,7 +65,7 @@ net::tcp::endpoint endpoint_of(net::asio::io_context& io, const std::string& tex
   const auto e = net::resolve_listen(io, net::parse_host_port(text, what), what);
   if (!authenticated && !net::is_loopback(e.address()))
     throw ConfigError(what + " " + text + " is not a loopback address; without --token-file " +
-                      "(or DBS_TOKEN_FILE) the daemon listens on loopback only");
+                      "(or DBS_TOKEN_FILE) or --auth munge the daemon listens on loopback only");
   return e;
 }
 
@@ -64,7 +73,7 @@ net::tcp::endpoint endpoint_of(net::asio::io_context& io, const std::string& tex
 
 Daemon::Daemon(const ServeOptions& options)
     : options_((check_options(options), options)),
-      token_(token_of(options_)),
+      auth_(auth_of(options_)),
       journal_(options_.state_dir, io_,
                [this](const std::string&) {
                  status_ = 1;
@@ -74,11 +83,11 @@ Daemon::Daemon(const ServeOptions& options)
             {options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s,
              options_.max_world, options_.lost_after_s,
              {options_.keep_finished, options_.retention_s}}),
-      handler_(jobs_, token_, options_.idle_timeout_s),
+      handler_(jobs_, auth_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_)) {
-  const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
+  const auto agents = endpoint_of(io_, options_.listen, "--listen", auth_.any());
   std::optional<net::tcp::endpoint> http;
-  if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", !token_.empty());
+  if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", auth_.any());
   reserve_descriptors();
   if (!options_.state_dir.empty()) {
     journal_version(options_.state_dir);  // a newer journal is refused before any change
@@ -110,7 +119,10 @@ Daemon::Daemon(const ServeOptions& options)
   log::info(
       "listening for agents on " + net::to_string(agent_endpoint_) +
       (http_endpoint_ ? ", HTTP on " + net::to_string(*http_endpoint_) : "") +
-      (token_.empty() ? " (no token: loopback only)" : " (token required)") +
+      (!auth_.any()                      ? " (no token: loopback only)"
+       : auth_.munge && auth_.token_mode ? " (token or munge credential required)"
+       : auth_.munge                     ? " (munge credential required)"
+                                         : " (token required)") +
       (options_.state_dir.empty() ? ", state in memory only" : ", state in " + options_.state_dir));
 }
 
@@ -187,9 +199,10 @@ Stats Daemon::stats() const {
 }
 
 HttpResponse Daemon::route(const HttpRequest& r) {
-  // Job ids, worlds and hosts only for loopback clients or holders of the daemon token.
-  const bool trusted = (r.loopback && options_.http_trust_loopback) ||
-                       (!token_.empty() && proto::tokens_equal(token_, r.bearer));
+  // Job ids, worlds and hosts only for holders of the daemon token, and loopback clients where
+  // the head node's users are not told apart (no munge; docs/concepts/security.md).
+  const bool trusted = (r.loopback && options_.http_trust_loopback && !auth_.munge) ||
+                       (!auth_.token.empty() && proto::tokens_equal(auth_.token, r.bearer));
   const std::string& path = r.path;
   if (path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8",

@@ -47,7 +47,7 @@ class Daemon {
   ServeOptions options_;
   net::asio::io_context io_{1};
   net::asio::signal_set signals_{io_};
-  std::string token_;
+  AuthSettings auth_;
   Journal journal_;
   JobTable jobs_;
   AgentHandler handler_;

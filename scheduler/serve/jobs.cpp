@@ -131,7 +131,7 @@ void JobTable::prune() {
   }
 }
 
-LiveJob& JobTable::create(const proto::RegisterMsg& m) {
+LiveJob& JobTable::create(const proto::RegisterMsg& m, const Caller& caller) {
   if (!m.config) throw ProtocolError(ErrorCode::unknown_job, "unknown job '" + m.job + "'");
   if (m.world > limits_.max_world)
     throw ProtocolError(ErrorCode::limit, "a job of " + std::to_string(m.world) +
@@ -147,12 +147,14 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m) {
     throw ProtocolError(ErrorCode::invalid, e.what());
   }
   auto& live = *(jobs_[m.job] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_));
+  live.owner = caller.owner();
   retention_.reopened(m.job);  // its old trace, if still kept, is overwritten
-  const nlohmann::json record = {{"type", "job"},
-                                 {"job", m.job},
-                                 {"world", m.world},
-                                 {"config", policy::to_json(*m.config)},
-                                 {"initial", policy::to_json(live.job->initial())}};
+  nlohmann::json record = {{"type", "job"},
+                           {"job", m.job},
+                           {"world", m.world},
+                           {"config", policy::to_json(*m.config)},
+                           {"initial", policy::to_json(live.job->initial())}};
+  if (live.owner) record["owner"] = *live.owner;
   Journal::Entry e;
   e.line = record.dump() + "\n";
   e.job = m.job;
@@ -162,15 +164,19 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m) {
   journal_.append(std::move(e));
   log::info("job '" + m.job + "' created: " + std::to_string(m.world) + " ranks, policy " +
             net::printable(m.config->policy) + ", global batch " +
-            std::to_string(m.config->global_batch));
+            std::to_string(m.config->global_batch) + ", created with " + caller.describe());
   return live;
 }
 
 void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& m, Peer& peer,
-                           double idle_s) {
+                           double idle_s, const Caller& caller) {
   const auto it = jobs_.find(m.job);
-  LiveJob& live = it == jobs_.end() ? create(m) : *it->second;
+  LiveJob& live = it == jobs_.end() ? create(m, caller) : *it->second;
   if (it != jobs_.end()) {
+    if (!may_use(caller, live.owner))
+      throw ProtocolError(ErrorCode::auth, "job '" + m.job + "' belongs to " +
+                                               (live.owner ? "another user" : "the admin") +
+                                               ", not " + caller.describe());
     if (live.finished) throw ProtocolError(ErrorCode::state, "job '" + m.job + "' has finished");
     proto::check_join(m.job, live.job->world(), live.job->config(), m);
   }

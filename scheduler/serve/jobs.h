@@ -16,6 +16,7 @@
 #include "lib/net/asio.h"
 #include "lib/net/session.h"
 #include "lib/proto/codec.h"
+#include "scheduler/serve/caller.h"
 #include "scheduler/serve/histogram.h"
 #include "scheduler/serve/job.h"
 #include "scheduler/serve/journal.h"
@@ -35,6 +36,7 @@ struct LiveJob {
   LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j, std::uint64_t serial);
   std::unique_ptr<Job> job;
   std::uint64_t serial;  // unique per daemon: a job id created again is another job
+  std::optional<std::uint32_t> owner;  // the uid that created it (caller.h); none = the admin's
   std::vector<net::LineSession*> sessions;               // by rank; nullptr = not connected
   std::vector<char> done;                                // ranks that said goodbye with done
   net::asio::steady_timer timer;                         // report timeout of the running epoch
@@ -89,8 +91,10 @@ class JobTable {
   };
   const std::vector<Quarantined>& quarantined() const { return quarantined_; }
 
+  // caller: who presented m (AgentHandler::authenticate); refused with ProtocolError(auth) when
+  // the job exists and may_use(caller, its owner) says no.
   void on_register(net::LineSession& session, const proto::RegisterMsg& m, Peer& peer,
-                   double idle_s);
+                   double idle_s, const Caller& caller = {});
   void on_report(net::LineSession& session, const Peer& peer, const proto::ReportMsg& m);
   void on_goodbye(const net::LineSession& session, const Peer& peer, bool done);
   void on_close(net::LineSession& session, const Peer& peer);
@@ -115,7 +119,7 @@ class JobTable {
   static constexpr int kCompactEvery = 64;  // the journal drops finished jobs this often
 
  private:
-  LiveJob& create(const proto::RegisterMsg& m);
+  LiveJob& create(const proto::RegisterMsg& m, const Caller& caller);
   // Journals a state change of a job that is not finished ("stopped", "running").
   void journal_state(const LiveJob& live, const char* type);
   void apply(const JournalRecord& record, std::map<std::string, std::string>& traces);

@@ -29,7 +29,9 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
     proto::check_bounds(config);
     auto job = std::make_unique<Job>(id, world, config);
     traces[id] = trace_start(*job);
-    jobs_[id] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_);
+    auto& live = *(jobs_[id] = std::make_unique<LiveJob>(io_, std::move(job), ++serials_));
+    if (r.json.contains("owner"))  // none: made with the token, or journalled before owners
+      live.owner = r.json.at("owner").get<std::uint32_t>();
   } else if (type == "pruned") {  // its trace went with the retention: it is not restored
     if (it != jobs_.end() && it->second->finished) {
       jobs_.erase(it);

@@ -5,7 +5,9 @@
 // The journal's first line is its header, {"format": "dbs-journal", "version": kJournalVersion};
 // a journal without one is version 0 (the daemon before versions), read and migrated as is.
 // Journal records, one JSON object per line after the header, each with "type" and "job":
-//   job       {"world", "config", "initial": plan} - the job was created
+//   job       {"world", "config", "initial": plan, "owner": uid} - the job was created; "owner"
+//             is the uid of the munge credential that created it, absent when the token did
+//             (or the journal predates owners): the admin's job (caller.h)
 //   epoch     {"epoch", "reports": [report + "host"], "missing": [ranks], "plan", "state"}
 //             - the plan of epoch+1 made from epoch's reports, and the policy state after it
 //   stopped   {"epoch"} - a rank said goodbye without done (its agents stopped, can resume)

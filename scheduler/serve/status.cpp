@@ -43,7 +43,7 @@ json job_json(const LiveJob& live) {
     ranks.push_back(std::move(rank));
   }
   const double age = last_report_age_s(live);
-  return {{"job", j.id()},
+  json out = {{"job", j.id()},
           {"state", live.state()},
           {"world", j.world()},
           {"connected", live.connected()},
@@ -62,6 +62,8 @@ json job_json(const LiveJob& live) {
           {"plan", plan_json(shown_plan, shown)},  // the plan of "epoch"
           {"ranks_shown", shown},
           {"ranks", ranks}};
+  if (live.owner) out["owner"] = *live.owner;  // the uid that created it (none: the admin's)
+  return out;
 }
 
 int state_order(const LiveJob& live) {

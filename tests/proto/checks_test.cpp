@@ -77,3 +77,9 @@ TEST_CASE("Checks.TokensCompareWholly") {
   CHECK_FALSE(tokens_equal("0123456789abcdef", ""));
   CHECK_FALSE(tokens_equal("", ""));  // no token is never a match
 }
+
+TEST_CASE("Checks.MungePayloadBindsJobAndRank") {
+  CHECK(munge_payload("slurm-12", 3) == "dbs-register v2 job=slurm-12 rank=3");
+  CHECK(munge_payload("slurm-12", 3) != munge_payload("slurm-12", 0));
+  CHECK(munge_payload("slurm-12", 3) != munge_payload("slurm-1", 23));  // "slurm-1 ... rank=23"
+}

@@ -90,6 +90,8 @@ TEST_CASE("Proto.RoundTrip.EveryMessage") {
   round_trips(join);
   reg.waiting = "sleep (auto: CPU quota of 0.33 core(s) for 1 thread(s))";
   round_trips(reg);
+  reg.auth = "munge:MUNGE:AwQFAAD1k1Zcq0Xu+o7x/9Q=:";
+  round_trips(reg);
   round_trips(ReportMsg{"job-1", sample_report()});
   round_trips(sample_share());
   round_trips(ErrorMsg{"auth", "invalid token"});
@@ -232,6 +234,22 @@ TEST_CASE("Proto.Reject.RegisterFields") {
   CHECK(rejection(R"({"v":2,"type":"register","job":"j","rank":0,"world":1})") ==
         "invalid: missing field 'host'");
   CHECK(rejection(head + R"x(,"waiting":"sleep (\"quoted\", ünïcode)"})x") == "accepted");
+}
+
+TEST_CASE("Proto.Reject.RegisterAuth") {
+  const std::string head = R"({"v":2,"type":"register","job":"j","rank":0,"world":1,"host":"h")";
+  CHECK(rejection(head + R"(,"auth":"munge:MUNGE:AwQDAACx+/9Q=:"})") == "accepted");
+  const std::string wrong = "invalid: field 'auth' must be \"munge:\" followed by a munge credential";
+  CHECK(rejection(head + R"(,"auth":"munge:"})") == wrong);       // no credential
+  CHECK(rejection(head + R"(,"auth":"token:abc"})") == wrong);    // another scheme
+  CHECK(rejection(head + R"(,"auth":"munge:MUNGE: x"})") == wrong);  // a space
+  CHECK(rejection(head + R"(,"auth":"munge:a\u0000b"})") == wrong);
+  CHECK(rejection(head + R"(,"auth":7})") == "invalid: field 'auth' must be a string, got 7");
+  CHECK(rejection(head + R"(,"auth":"munge:)" + std::string(4091, 'A') + "\"}") ==
+        "invalid: field 'auth' must be at most 4096 characters, got 4097");
+  // Encoded only when set: an old daemon sees the register it knows.
+  RegisterMsg r{"j", "", 0, 1, "h", std::nullopt, ""};
+  CHECK(encode(r).find("auth") == std::string::npos);
 }
 
 TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {

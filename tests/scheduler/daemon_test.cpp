@@ -137,7 +137,7 @@ TEST_CASE("Daemon.WithoutTokenListensOnLoopbackOnly") {
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()) ==
           "--listen 0.0.0.0:0 is not a loopback address; without --token-file "
-          "(or DBS_TOKEN_FILE) the daemon listens on loopback only");
+          "(or DBS_TOKEN_FILE) or --auth munge the daemon listens on loopback only");
   }
 }
 

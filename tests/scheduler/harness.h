@@ -51,6 +51,8 @@ class TestDaemon {
   }
   std::uint16_t port() const { return daemon_.agent_endpoint().port(); }
   std::uint16_t http_port() const { return daemon_.http_endpoint()->port(); }
+  // The daemon's jobs: read only before agents connect (the io thread owns them).
+  const scheduler::JobTable& jobs() const { return daemon_.jobs(); }
 
  private:
   bool quiet_;
