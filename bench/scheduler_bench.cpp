@@ -84,7 +84,7 @@ class Load {
       a->socket.async_connect(daemon_, [this, ag = a.get()](const net::error_code& ec) {
         if (ec) return fail("connect: " + ec.message());
         ag->socket.set_option(tcp::no_delay(true));
-        proto::RegisterMsg r{ag->job, "", ag->rank, ag->world, "bench", config_of(ag->world), ""};
+        proto::RegisterMsg r{ag->job, "", ag->rank, ag->world, "bench", config_of(ag->world), "", ""};
         write(*ag, proto::encode(r));
         read(*ag);
       });

@@ -94,7 +94,7 @@ void start_good(World& w) {
   const std::string key = net::job_key(kToken, "good");
   for (int r = 0; r < 2; ++r) {
     w.good[r] = w.open();
-    w.line(w.good[r], proto::encode(proto::RegisterMsg{"good", key, r, 2, "g", c, ""}));
+    w.line(w.good[r], proto::encode(proto::RegisterMsg{"good", key, r, 2, "g", c, "", ""}));
   }
   check(good_job(w) != nullptr);
 }

@@ -249,7 +249,7 @@ TEST_CASE("Daemon.InvalidPolicyConfigIsRefused") {
   SocketClient c(daemon.port());
   policy::Settings bad = job_config();
   bad.policy = "fixed:100,20";
-  c.send(proto::encode(proto::RegisterMsg{"f", "", 0, 2, "h", bad, ""}));
+  c.send(proto::encode(proto::RegisterMsg{"f", "", 0, 2, "h", bad, "", ""}));
   CHECK(c.line() == error_line(ErrorCode::invalid,
                                "policy 'fixed:100,20': sizes sum to 120, the global batch is 128"));
 }

@@ -98,7 +98,7 @@ class Agent {
   // Registers; returns the daemon's answer (a plan, or an error line).
   std::optional<std::string> join(const policy::Settings& config = job_config()) {
     client_.send(proto::encode(proto::RegisterMsg{
-        job_, token_, rank_, world_, "host" + std::to_string(rank_), config, waiting}));
+        job_, token_, rank_, world_, "host" + std::to_string(rank_), config, waiting, ""}));
     return client_.line();
   }
   // Reports epoch (0-based) having run with `batch` at `speed` samples/s.

@@ -161,7 +161,7 @@ TEST_CASE("Survive.HalfClosedClientGetsItsReply") {
   o.state_dir = dir.path() + "/state";  // the plan of a new job goes out after the journal sync
   TestDaemon daemon(o);
   SocketClient c(daemon.port());
-  c.send(proto::encode(proto::RegisterMsg{"half", "", 0, 1, "h", job_config(), ""}));
+  c.send(proto::encode(proto::RegisterMsg{"half", "", 0, 1, "h", job_config(), "", ""}));
   c.shutdown_write();
   const auto line = c.line();
   REQUIRE(line);
@@ -185,7 +185,7 @@ TEST_CASE("Survive.PeerTextCannotForgeALogLine") {
   forged.policy =
       "dbs\n2026-01-01T00:00:00.000Z dbs [dbs-scheduler] info: job 'payroll' finished after 9 "
       "planned epochs";
-  c.send(proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", forged, ""}));
+  c.send(proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", forged, "", ""}));
   const auto answer = c.line();
   log::set_level(log::Level::error);
   std::fflush(stderr);

@@ -154,7 +154,8 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   std::vector<std::unique_ptr<planner::Planner>> planners(2);
   comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
     auto& p = planners[static_cast<std::size_t>(comm.rank())];
-    p = planner::make_remote(daemon, train::settings_of(c, fashion().train.n), comm::group_of(comm));
+    p = planner::make_remote(daemon, RemoteAuth{}, train::settings_of(c, fashion().train.n),
+                             comm::group_of(comm));
     train::run(c, comm, fashion(), p.get());
   });
   const auto plans = records(c.trace_path, "plan");
