@@ -131,9 +131,10 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   RemoteOptions& sc = o.scheduler;
   app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER")->group(daemon);
   app.add_option("--token-file", sc.token_file, "the job's key for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE")->group(daemon);
+  app.add_option("--tls-ca", sc.tls_ca, "PEM CA certificate: speak TLS to --scheduler and verify its certificate against this CA and the HOST of --scheduler (default: plain TCP)")->envname("DBS_TLS_CA")->group(daemon);
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB")->group(daemon);
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(above(0))->group(daemon);
-  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(above(0))->group(daemon);
+  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon, TLS handshake included")->capture_default_str()->check(above(0))->group(daemon);
 
   const char* const output = "Output";
   app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)")->group(output);

@@ -100,6 +100,7 @@ Remote::Remote(const RemoteOptions& options, const policy::Settings& settings, c
   co.server = net::parse_host_port(options_.address, "--scheduler");
   co.connect_timeout_s = options_.connect_timeout_s;
   co.backoff_max_s = 2;
+  co.tls_ca = options_.tls_ca;
   client_ = net::LineClient::create(
       io_, co,
       {[this] { on_connected(); }, [this](std::string_view l) { on_line(l); },

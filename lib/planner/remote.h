@@ -19,7 +19,7 @@ namespace dbs::planner {
 // A planner that asks the daemon at options.address, with an Embedded planner of settings as the
 // fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded. The ranks
 // agree on the daemon's plan through group.allgather. Starts connecting at once; finish(done)
-// says goodbye (done = false: stopped early). Throws ConfigError for a bad address or token
+// says goodbye (done = false: stopped early). Throws ConfigError for a bad address, token or CA
 // file. make_planner (<dbs/planner.h>) is the public way to one, after the settings check.
 std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const policy::Settings& settings,
                                      const Group& group);

@@ -80,6 +80,10 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--token-file", o->token_file,
                   "job token, a file only its owner may read (default: none, loopback only)")
       ->envname("DBS_TOKEN_FILE");
+  cmd->add_option("--tls-cert", o->tls_cert,
+                  "PEM certificate (chain) of this host: both ports speak TLS (default: none, "
+                  "plain TCP and HTTP)");
+  cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert (needed with it)");
   cmd->add_option("--state-dir", o->state_dir,
                   "journal and traces here; a restart continues from it (default: in memory)");
   cmd->add_option("--keep-finished", o->keep_finished,

@@ -28,6 +28,11 @@ net::SessionLimits limits_of(const ServeOptions& o) {
   return l;
 }
 
+net::TlsContext tls_of(const ServeOptions& o) {
+  if (o.tls_cert.empty() && o.tls_key.empty()) return nullptr;
+  return net::server_context(o.tls_cert, o.tls_key);
+}
+
 std::string token_of(const ServeOptions& o) {
   return o.token_file.empty() ? "" : net::read_token_file(o.token_file);
 }
@@ -65,6 +70,7 @@ net::tcp::endpoint endpoint_of(net::asio::io_context& io, const std::string& tex
 Daemon::Daemon(const ServeOptions& options)
     : options_((check_options(options), options)),
       token_(token_of(options_)),
+      tls_(tls_of(options_)),
       journal_(options_.state_dir, io_,
                [this](const std::string&) {
                  status_ = 1;
@@ -75,7 +81,7 @@ Daemon::Daemon(const ServeOptions& options)
              options_.max_world, options_.lost_after_s,
              {options_.keep_finished, options_.retention_s}}),
       handler_(jobs_, token_, options_.idle_timeout_s),
-      sessions_(io_, limits_of(options_)) {
+      sessions_(io_, limits_of(options_), 0.25, tls_.get()) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", !token_.empty());
   std::optional<net::tcp::endpoint> http;
   if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", !token_.empty());
@@ -94,7 +100,7 @@ Daemon::Daemon(const ServeOptions& options)
   agent_endpoint_ = listener_->local_endpoint();
   if (http) {
     http_ = std::make_unique<HttpServer>(
-        io_, *http, [this](const HttpRequest& r) { return route(r); });
+        io_, *http, [this](const HttpRequest& r) { return route(r); }, tls_.get());
     http_endpoint_ = http_->local_endpoint();
   }
   if (options_.handle_signals) {
@@ -110,6 +116,7 @@ Daemon::Daemon(const ServeOptions& options)
   log::info(
       "listening for agents on " + net::to_string(agent_endpoint_) +
       (http_endpoint_ ? ", HTTP on " + net::to_string(*http_endpoint_) : "") +
+      (tls_ ? " over TLS" : "") +
       (token_.empty() ? " (no token: loopback only)" : " (token required)") +
       (options_.state_dir.empty() ? ", state in memory only" : ", state in " + options_.state_dir));
 }

@@ -10,6 +10,8 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:7070";  // agents connect here (ADDR:PORT; port 0 = any)
   std::string http;                       // /metrics, /status and / here; empty = no HTTP
   std::string token_file;                 // job token; empty = no authentication, loopback only
+  std::string tls_cert;                   // PEM certificate chain: both ports speak TLS; "" = plain
+  std::string tls_key;                    // PEM private key of tls_cert
   std::string state_dir;                  // journal and traces; empty = in memory only
   std::size_t keep_finished = 0;          // finished jobs whose traces are kept; 0 = all
   double retention_s = 0;                 // seconds finished traces and quarantined files are

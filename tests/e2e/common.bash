@@ -80,3 +80,22 @@ run_job() {
     -np 2 "$AGENT" --model lenet --epochs "$epochs" --train-limit 1000 --test-limit 200 --threads 1 \
     --no-progress --job "$job" --scheduler-timeout 30 "$@" >"$TMP/$job.out" 2>&1
 }
+# make_tls DIR [SAN]: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a server certificate signed by
+# it (DIR/server.pem, DIR/server.key) for SAN (default DNS:localhost,IP:127.0.0.1); P-256 keys.
+make_tls() {
+  local dir=$1 san=${2:-DNS:localhost,IP:127.0.0.1}
+  need_package openssl openssl
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -subj "/CN=dbs test CA" -keyout ca.key -out ca.pem \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=dbs test server" \
+      -keyout server.key -out server.csr
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem
+    chmod 600 ca.key server.key
+  ) >"$dir/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(cat "$dir/openssl.log")"
+}
