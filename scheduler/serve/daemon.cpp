@@ -194,7 +194,8 @@ Stats Daemon::stats() const {
 }
 
 HttpResponse Daemon::route(const HttpRequest& r) {
-  // Job ids, worlds and hosts only for loopback clients or holders of the daemon token.
+  // Job ids, worlds and hosts only for holders of the daemon token, and for loopback clients
+  // with --http-trust-loopback.
   const bool trusted = (r.loopback && options_.http_trust_loopback) ||
                        (!token_.empty() && proto::tokens_equal(token_, r.bearer));
   const std::string& path = r.path;

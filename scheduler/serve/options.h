@@ -32,8 +32,8 @@ struct ServeOptions {
   int max_world = 65536;                  // ranks per job
   std::string log_level = "info";         // debug | info | warning | error
   bool handle_signals = true;             // stop on SIGINT/SIGTERM (off for in-process use)
-  bool http_trust_loopback = true;        // loopback HTTP clients see job ids (off: tests see
-                                          // what a remote client sees)
+  bool http_trust_loopback = false;       // loopback HTTP clients see job ids, worlds and hosts
+                                          // without the bearer token (off: only token holders)
 };
 
 }  // namespace dbs::scheduler

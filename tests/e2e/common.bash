@@ -6,6 +6,7 @@ AGENT=$BUILD/agents/dbs-agent
 BENCH=$BUILD/bench/dbs-bench
 LAB=$BUILD/lab/dbs-lab
 SCHED=$BUILD/scheduler/dbs-scheduler
+TRUST=(--http-trust-loopback)
 MPIRUN=(mpirun ${DBS_MPIRUN_ARGS:---allow-run-as-root --oversubscribe --bind-to none})
 TMP=$(mktemp -d /tmp/dbs-e2e.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -55,13 +56,14 @@ need_package() {
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, a token
-# ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
+# start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, the
+# options in TRUST (default: --http-trust-loopback, so that the tests read job ids without the
+# token), a token ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
 # caller's EXIT trap kills $DAEMON_PID.
 start_daemon() {
   [ -f "$TMP/token" ] || { head -c 32 /dev/urandom | base64 >"$TMP/token"; chmod 600 "$TMP/token"; }
   rm -f "$TMP/ready.json"
-  "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
+  "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 "${TRUST[@]}" --token-file "$TMP/token" \
     --ready-file "$TMP/ready.json" "$@" >>"$TMP/daemon.log" 2>&1 &
   DAEMON_PID=$!
   disown "$DAEMON_PID"  # killed by the trap without a job report
