@@ -133,9 +133,10 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--token-file", sc.token_file, "the job's key for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE")->group(daemon);
   app.add_option("--auth", o.scheduler_auth.mode, "how the ranks prove who they are to --scheduler: token (--token-file), munge (a munge credential of the user) or auto (the token file when given, else munge when munged answers)")->capture_default_str()->check(CLI::IsMember({"auto", "token", "munge"}))->group(daemon);
   app.add_option("--munge-socket", o.scheduler_auth.munge_socket, "munged's socket for --auth munge (default: munge's own, /run/munge/munge.socket.2)")->envname("MUNGE_SOCKET")->group(daemon);
+  app.add_option("--tls-ca", sc.tls_ca, "PEM CA certificate: speak TLS to --scheduler and verify its certificate against this CA and the HOST of --scheduler (default: plain TCP)")->envname("DBS_TLS_CA")->group(daemon);
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB")->group(daemon);
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(above(0))->group(daemon);
-  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon")->capture_default_str()->check(above(0))->group(daemon);
+  app.add_option("--scheduler-connect-timeout", sc.connect_timeout_s, "seconds per connection attempt to the daemon, TLS handshake included")->capture_default_str()->check(above(0))->group(daemon);
 
   const char* const output = "Output";
   app.add_option("--summary", c.summary_path, "write a JSON summary here at the end (rank 0)")->group(output);

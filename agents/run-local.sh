@@ -24,7 +24,7 @@ if $with_scheduler; then
   fi
   chmod 600 out/scheduler-token
   rm -f out/scheduler-ready.json
-  build/scheduler/dbs-scheduler serve --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+  build/scheduler/dbs-scheduler serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --http-trust-loopback \
     --token-file out/scheduler-token --state-dir out/scheduler-state \
     --ready-file out/scheduler-ready.json >>out/scheduler.log 2>&1 &
   daemon=$!

@@ -9,7 +9,8 @@ DBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DBS_PACKAGES=(
   g++ meson ninja-build pkg-config cmake
   libopenmpi-dev openmpi-bin
-  libtbb-dev libeigen3-dev nlohmann-json3-dev libboost-dev libcli11-dev zlib1g-dev doctest-dev libmunge-dev
+  libtbb-dev libeigen3-dev nlohmann-json3-dev libboost-dev libcli11-dev zlib1g-dev doctest-dev
+  libmunge-dev libssl-dev openssl
   dataset-fashion-mnist
   time procps python3 curl
   python3-torch pybind11-dev python3-pybind11

@@ -67,7 +67,9 @@ struct RemoteOptions {
   std::string token_file;         // the job key (a file only its owner may read)
   std::string job;                // job id, shared by the job's ranks (e.g. $SLURM_JOB_ID)
   double timeout_s = 10;          // wait this long at the end of an epoch for the daemon's plan
-  double connect_timeout_s = 2;   // one connection attempt
+  double connect_timeout_s = 2;   // one connection attempt, TLS handshake included
+  std::string tls_ca;             // PEM CA file: TLS to the daemon, its certificate verified
+                                  // against this CA and the HOST of address; empty = plain TCP
 };
 
 // The planner of a job, on every rank (a collective: one allgather). It first checks that every
@@ -77,7 +79,7 @@ struct RemoteOptions {
 // embedded policy as its fallback (sources "daemon" or "embedded-fallback"; it starts connecting
 // at once). Throws ConfigError for an unknown policy, a fixed: spec whose sizes do not number
 // group.size or sum to the global batch, bounds the global batch cannot meet, a bad address or
-// token file; InputError for a bad group.
+// token file or TLS CA file; InputError for a bad group.
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
                                       const RemoteOptions& remote = {});
 

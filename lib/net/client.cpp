@@ -23,8 +23,9 @@ LineClient::LineClient(asio::io_context& io, ClientOptions options, ClientCallba
     : io_(io),
       options_(std::move(options)),
       callbacks_(std::move(callbacks)),
+      tls_(options_.tls_ca.empty() ? nullptr : client_context(options_.tls_ca)),
       resolver_(io),
-      socket_(io),
+      stream_(std::make_shared<Stream>(tcp::socket(io), tls_.get())),
       timer_(io),
       heartbeat_(io),
       reader_(options_.max_message),
@@ -41,9 +42,8 @@ void LineClient::stop() {
   asio::post(io_, [self = shared_from_this()] {
     self->state_ = State::stopped;
     ++self->generation_;
-    error_code ignored;
     self->resolver_.cancel();
-    self->socket_.close(ignored);
+    self->stream_->close();
     self->timer_.cancel();
     self->heartbeat_.cancel();
   });
@@ -71,10 +71,14 @@ void LineClient::attempt() {
   const unsigned gen = ++generation_;
   reader_ = proto::LineReader(options_.max_message);
   queue_.clear();
+  handshaking_ = false;
   timer_.expires_after(seconds(options_.connect_timeout_s));
   timer_.async_wait([self = shared_from_this(), gen](const error_code& ec) {
     if (ec || gen != self->generation_ || self->state_ != State::connecting) return;
-    self->fail("no connection within " + format_seconds(self->options_.connect_timeout_s));
+    const std::string within = format_seconds(self->options_.connect_timeout_s);
+    self->fail(self->handshaking_ ? "no TLS handshake within " + within +
+                                        " (does the daemon speak TLS?)"
+                                  : "no connection within " + within);
   });
   resolver_.async_resolve(
       options_.server.host, std::to_string(options_.server.port),
@@ -84,16 +88,32 @@ void LineClient::attempt() {
           self->fail("cannot resolve " + self->options_.server.host + ": " + ec.message());
           return;
         }
-        asio::async_connect(self->socket_, r,
+        asio::async_connect(self->stream_->socket(), r,
                             [self, gen](const error_code& cec, const tcp::endpoint&) {
                               if (gen != self->generation_) return;
                               if (cec) {
                                 self->fail("cannot connect: " + cec.message());
                                 return;
                               }
-                              self->on_connected();
+                              self->handshake(gen);
                             });
       });
+}
+
+void LineClient::handshake(unsigned gen) {
+  handshaking_ = stream_->tls();
+  stream_->connect(options_.server.host, [self = shared_from_this(), gen,
+                                          stream = stream_](const error_code& ec) {
+    if (gen != self->generation_) return;
+    self->handshaking_ = false;
+    if (ec) {
+      self->fail("TLS handshake with " + self->options_.server.host + ":" +
+                 std::to_string(self->options_.server.port) + " failed: " +
+                 self->stream_->handshake_error(ec));
+      return;
+    }
+    self->on_connected();
+  });
 }
 
 void LineClient::on_connected() {
@@ -101,7 +121,7 @@ void LineClient::on_connected() {
   timer_.cancel();
   next_backoff_s_ = options_.backoff_min_s;
   error_code ignored;
-  socket_.set_option(tcp::no_delay(true), ignored);
+  stream_->socket().set_option(tcp::no_delay(true), ignored);
   last_sent_ = last_received_ = Clock::now();
   if (callbacks_.connected) callbacks_.connected();
   read();
@@ -112,10 +132,9 @@ void LineClient::fail(const std::string& why) {
   if (state_ == State::stopped || state_ == State::waiting) return;
   state_ = State::waiting;
   const unsigned gen = ++generation_;
-  error_code ignored;
   resolver_.cancel();
-  socket_.close(ignored);
-  socket_ = tcp::socket(io_);
+  stream_->close();
+  stream_ = std::make_shared<Stream>(tcp::socket(io_), tls_.get());
   heartbeat_.cancel();
   writing_now_ = false;
   queue_.clear();
@@ -135,11 +154,13 @@ Clock::duration LineClient::backoff() {
 
 void LineClient::read() {
   const unsigned gen = generation_;
-  socket_.async_read_some(
-      asio::buffer(buffer_), [self = shared_from_this(), gen](const error_code& ec, std::size_t n) {
+  stream_->async_read_some(
+      asio::buffer(buffer_),
+      [self = shared_from_this(), gen, stream = stream_](const error_code& ec, std::size_t n) {
         if (gen != self->generation_) return;
         if (ec) {
-          self->fail(ec == asio::error::eof ? "connection closed by the server"
+          self->fail(ec == asio::error::eof || ec == ssl::error::stream_truncated
+                         ? "connection closed by the server"
                                             : "connection lost: " + ec.message());
           return;
         }
@@ -166,8 +187,9 @@ void LineClient::write() {
   for (const auto& m : writing_) buffers_.push_back(asio::buffer(m));
   last_sent_ = Clock::now();
   const unsigned gen = generation_;
-  asio::async_write(socket_, buffers_,
-                    [self = shared_from_this(), gen](const error_code& ec, std::size_t) {
+  stream_->async_write(buffers_,
+                    [self = shared_from_this(), gen, stream = stream_](const error_code& ec,
+                                                                        std::size_t) {
                       if (gen != self->generation_) return;
                       self->writing_now_ = false;
                       self->writing_.clear();

@@ -1,7 +1,9 @@
 // A line client that stays connected: connects with a timeout, reconnects with exponential
 // backoff (with jitter, so many agents do not return in step) after any failure, sends a
 // heartbeat when it has been quiet, and treats a silent server as gone. Runs on an io_context
-// the owner drives from one thread; the public methods may be called from any thread.
+// the owner drives from one thread; the public methods may be called from any thread. With a CA
+// file it speaks TLS, verifying the server's certificate against that CA and the host name of
+// `server`; the handshake is part of an attempt (within connect_timeout_s).
 #pragma once
 
 #include <functional>
@@ -13,6 +15,7 @@
 
 #include "lib/net/address.h"
 #include "lib/net/asio.h"
+#include "lib/net/tls.h"
 #include "lib/proto/framing.h"
 
 namespace dbs::net {
@@ -25,6 +28,7 @@ struct ClientOptions {
   double heartbeat_s = 10;       // send a heartbeat after this long without sending
   double silence_s = 35;         // reconnect after this long without receiving
   std::size_t max_message = proto::kMaxMessage;
+  std::string tls_ca;            // PEM CA file: TLS, the server verified against it; "" = plain
 };
 
 struct ClientCallbacks {
@@ -37,6 +41,7 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
  public:
   static std::shared_ptr<LineClient> create(asio::io_context& io, ClientOptions options,
                                             ClientCallbacks callbacks);
+  // Throws ConfigError when options.tls_ca cannot be read.
   LineClient(asio::io_context& io, ClientOptions options, ClientCallbacks callbacks);
 
   void start();                 // first attempt now
@@ -46,6 +51,7 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
 
  private:
   void attempt();
+  void handshake(unsigned gen);
   void on_connected();
   void fail(const std::string& why);
   void read();
@@ -56,8 +62,10 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   asio::io_context& io_;
   ClientOptions options_;
   ClientCallbacks callbacks_;
+  TlsContext tls_;  // null: plain TCP
   tcp::resolver resolver_;
-  tcp::socket socket_;
+  // A new one per attempt; its handlers hold it, so a closed one lives until they ran.
+  std::shared_ptr<Stream> stream_;
   asio::steady_timer timer_;  // connect deadline, then backoff wait
   asio::steady_timer heartbeat_;
   proto::LineReader reader_;
@@ -66,6 +74,7 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   std::vector<asio::const_buffer> buffers_;
   enum class State { idle, connecting, connected, waiting, stopped } state_ = State::idle;
   bool writing_now_ = false;
+  bool handshaking_ = false;  // connected, TLS handshake under way
   unsigned generation_ = 0;  // bumped per attempt: stale handlers do nothing
   double next_backoff_s_;
   Clock::time_point last_sent_, last_received_;

@@ -3,15 +3,16 @@
 #include <algorithm>
 
 #include "lib/common/format.h"
+#include "lib/common/log.h"
 #include "lib/net/address.h"
 #include "lib/net/session_manager.h"
 #include "lib/proto/codec.h"
 
 namespace dbs::net {
 
-LineSession::LineSession(tcp::socket socket, SessionHandler& handler, SessionManager& manager,
-                         const SessionLimits& limits, std::uint64_t id)
-    : socket_(std::move(socket)),
+LineSession::LineSession(tcp::socket socket, ssl::context* tls, SessionHandler& handler,
+                         SessionManager& manager, const SessionLimits& limits, std::uint64_t id)
+    : stream_(std::move(socket), tls),
       handler_(handler),
       manager_(manager),
       limits_(limits),
@@ -21,17 +22,41 @@ LineSession::LineSession(tcp::socket socket, SessionHandler& handler, SessionMan
       started_(Clock::now()),
       last_line_(started_) {
   error_code ec;
-  const auto remote = socket_.remote_endpoint(ec);
+  const auto remote = stream_.socket().remote_endpoint(ec);
   peer_ = ec ? "?" : to_string(remote);
-  socket_.set_option(tcp::no_delay(true), ec);
+  stream_.socket().set_option(tcp::no_delay(true), ec);
 }
 
 void LineSession::start() {
+  if (!stream_.tls()) {
+    read();
+    return;
+  }
+  handshaking_ = true;
+  stream_.accept([self = shared_from_this()](const error_code& ec, bool tls_client) {
+    self->on_accepted(ec, tls_client);
+  });
+}
+
+void LineSession::on_accepted(const error_code& ec, bool tls_client) {
+  handshaking_ = false;
+  if (closed_ || closing_) return;
+  if (!tls_client) {  // the stream is plain now: say why in words the client can read
+    fail(proto::ErrorCode::malformed,
+         "this port speaks TLS: connect with TLS (dbs-agent --tls-ca FILE)");
+    return;
+  }
+  if (ec) {
+    if (ec != asio::error::operation_aborted)
+      log::info("TLS handshake with " + peer_ + " failed: " + stream_.handshake_error(ec));
+    close();
+    return;
+  }
   read();
 }
 
 void LineSession::read() {
-  socket_.async_read_some(asio::buffer(buffer_),
+  stream_.async_read_some(asio::buffer(buffer_),
                           [self = shared_from_this()](const error_code& ec, std::size_t n) {
                             if (self->closed_ || self->closing_) return;
                             if (ec == asio::error::eof && !self->reader_.partial()) {
@@ -47,6 +72,13 @@ void LineSession::read() {
 }
 
 bool LineSession::consume(std::size_t n) {
+  if (first_read_ && n > 0 && !stream_.tls() &&
+      static_cast<unsigned char>(buffer_[0]) == kTlsHandshakeRecord) {
+    // A TLS ClientHello on a plain port: the client's handshake fails on this answer at once.
+    fail(proto::ErrorCode::malformed, "this port speaks plain TCP, not TLS");
+    return false;
+  }
+  first_read_ = false;
   const bool had_partial = reader_.partial();
   const bool ok = reader_.feed(std::string_view(buffer_.data(), n), [this](std::string_view line) {
     last_line_ = Clock::now();
@@ -94,12 +126,15 @@ void LineSession::send_and_close(Message message) {
   if (closed_ || closing_) return;
   closing_ = true;
   closing_since_ = Clock::now();
-  error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_receive, ec);
+  stream_.shutdown(tcp::socket::shutdown_receive);
   if (!writing_now_) close();
 }
 
 void LineSession::fail(proto::ErrorCode code, const std::string& message) {
+  if (handshaking_) {  // nothing can be sent before the handshake ends
+    close();
+    return;
+  }
   send_and_close(std::make_shared<const std::string>(proto::encode_error(code, message)));
 }
 
@@ -110,12 +145,12 @@ void LineSession::write() {
     self->on_write(ec, n);
   };
   if (writing_.size() == 1) {
-    asio::async_write(socket_, asio::buffer(*writing_.front()), std::move(done));
+    stream_.async_write(asio::buffer(*writing_.front()), std::move(done));
     return;
   }
   buffers_.clear();
   for (const auto& m : writing_) buffers_.push_back(asio::buffer(*m));
-  asio::async_write(socket_, buffers_, std::move(done));
+  stream_.async_write(buffers_, std::move(done));
 }
 
 void LineSession::on_write(const error_code& ec, std::size_t n) {
@@ -132,8 +167,7 @@ void LineSession::on_write(const error_code& ec, std::size_t n) {
   if (!queue_.empty()) {
     write();
   } else if (closing_ || (read_closed_ && !owed_)) {
-    error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.shutdown(tcp::socket::shutdown_both);
     close();
   }
 }
@@ -141,8 +175,7 @@ void LineSession::on_write(const error_code& ec, std::size_t n) {
 void LineSession::close() {
   if (closed_) return;
   closed_ = true;
-  error_code ignored;
-  socket_.close(ignored);
+  stream_.close();
   queue_.clear();
   if (!writing_now_) {  // else on_write releases what the write in flight holds
     manager_.release_queued(queued_bytes_);

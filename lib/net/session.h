@@ -1,7 +1,10 @@
 // One accepted TCP connection speaking newline-delimited messages (the "connection" of Asio's
 // HTTP server example). Reads lines through proto::LineReader and hands each to the handler;
 // queues outgoing messages and writes everything queued in one gather write. Runs on one
-// io_context thread; no method may be called from another thread.
+// io_context thread; no method may be called from another thread. With a TLS context the
+// session first handshakes (lib/net/tls.h; bounded by hello_s like the rest of the greeting); a
+// plain client on a TLS port gets one error line in clear text and is closed, and so is a TLS
+// client on a plain port (its handshake then fails at once instead of waiting).
 #pragma once
 
 #include <array>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "lib/net/asio.h"
+#include "lib/net/tls.h"
 #include "lib/proto/framing.h"
 #include "lib/proto/protocol.h"
 
@@ -43,8 +47,9 @@ using Message = std::shared_ptr<const std::string>;
 
 class LineSession : public std::enable_shared_from_this<LineSession> {
  public:
-  LineSession(tcp::socket socket, SessionHandler& handler, SessionManager& manager,
-              const SessionLimits& limits, std::uint64_t id);
+  // tls == nullptr: plain TCP.
+  LineSession(tcp::socket socket, ssl::context* tls, SessionHandler& handler,
+              SessionManager& manager, const SessionLimits& limits, std::uint64_t id);
   LineSession(const LineSession&) = delete;
   LineSession& operator=(const LineSession&) = delete;
 
@@ -67,6 +72,7 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
   bool closing_overdue(Clock::time_point now) const;
 
  private:
+  void on_accepted(const error_code& ec, bool tls_client);
   void read();
   bool consume(std::size_t n);  // feeds n bytes of buffer_; false once the session ended
   // The peer half-closed (or closed): when its last line is still unanswered, the answer is
@@ -76,7 +82,7 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
   void write();
   void on_write(const error_code& ec, std::size_t n);
 
-  tcp::socket socket_;
+  Stream stream_;
   SessionHandler& handler_;
   SessionManager& manager_;
   const SessionLimits& limits_;
@@ -89,6 +95,8 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
   std::size_t queued_bytes_ = 0;
   bool writing_now_ = false, closing_ = false, closed_ = false, registered_ = false;
   bool read_closed_ = false;  // the peer shut down its sending side
+  bool handshaking_ = false;  // TLS handshake (or the peek before it) under way
+  bool first_read_ = true;    // nothing read yet
   bool owed_ = false;         // a line was read and nothing was sent since
   double idle_limit_s_;
   Clock::time_point started_, last_line_, partial_since_, closing_since_;

@@ -4,13 +4,14 @@
 
 namespace dbs::net {
 
-SessionManager::SessionManager(asio::io_context& io, SessionLimits limits, double sweep_s)
-    : timer_(io), limits_(limits), sweep_s_(sweep_s) {
+SessionManager::SessionManager(asio::io_context& io, SessionLimits limits, double sweep_s,
+                               ssl::context* tls)
+    : timer_(io), limits_(limits), sweep_s_(sweep_s), tls_(tls) {
   arm();
 }
 
 std::shared_ptr<LineSession> SessionManager::start(tcp::socket socket, SessionHandler& handler) {
-  auto s = std::make_shared<LineSession>(std::move(socket), handler, *this, limits_, next_id_++);
+  auto s = std::make_shared<LineSession>(std::move(socket), tls_, handler, *this, limits_, next_id_++);
   sessions_.emplace(s.get(), s);
   s->start();
   return s;

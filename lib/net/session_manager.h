@@ -15,7 +15,9 @@ namespace dbs::net {
 
 class SessionManager {
  public:
-  SessionManager(asio::io_context& io, SessionLimits limits, double sweep_s = 0.25);
+  // tls != nullptr: every session speaks TLS with this context (which must outlive the manager).
+  SessionManager(asio::io_context& io, SessionLimits limits, double sweep_s = 0.25,
+                 ssl::context* tls = nullptr);
   SessionManager(const SessionManager&) = delete;
   SessionManager& operator=(const SessionManager&) = delete;
 
@@ -38,6 +40,7 @@ class SessionManager {
   asio::steady_timer timer_;
   SessionLimits limits_;
   double sweep_s_;
+  ssl::context* tls_;
   std::unordered_map<LineSession*, std::shared_ptr<LineSession>> sessions_;
   std::uint64_t next_id_ = 1, timed_out_ = 0;
   std::size_t queued_ = 0;

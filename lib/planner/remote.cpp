@@ -119,6 +119,7 @@ Remote::Remote(const RemoteOptions& options, RemoteAuth how, const policy::Setti
   co.server = net::parse_host_port(options_.address, "--scheduler");
   co.connect_timeout_s = options_.connect_timeout_s;
   co.backoff_max_s = 2;
+  co.tls_ca = options_.tls_ca;
   client_ = net::LineClient::create(
       io_, co,
       {[this] { on_connected(); }, [this](std::string_view l) { on_line(l); },

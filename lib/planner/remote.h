@@ -20,7 +20,8 @@ namespace dbs::planner {
 // fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded. The ranks
 // agree on the daemon's plan through group.allgather. Starts connecting at once; finish(done)
 // says goodbye (done = false: stopped early). auth: the token file or a munge credential per
-// register (RemoteAuth). Throws ConfigError for a bad address, token file or auth mode. make_planner (<dbs/planner.h>) is the public way to one, after the settings check.
+// register (RemoteAuth). Throws ConfigError for a bad address, token or CA file or auth
+// mode. make_planner (<dbs/planner.h>) is the public way to one, after the settings check.
 std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const RemoteAuth& auth,
                                      const policy::Settings& settings, const Group& group);
 

@@ -90,6 +90,14 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "munged's socket for --auth munge (default: munge's own, "
                   "/run/munge/munge.socket.2)")
       ->envname("MUNGE_SOCKET");
+  cmd->add_option("--tls-cert", o->tls_cert,
+                  "PEM certificate (chain) of this host: both ports speak TLS (default: none, "
+                  "plain TCP and HTTP)");
+  cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert (needed with it)");
+  cmd->add_flag("--http-trust-loopback", o->http_trust_loopback,
+               "HTTP clients on a loopback address see job ids, worlds and hosts without the "
+               "bearer token, as token holders do (default: only token holders; anyone with a "
+               "shell on this host is trusted then)");
   cmd->add_option("--state-dir", o->state_dir,
                   "journal and traces here; a restart continues from it (default: in memory)");
   cmd->add_option("--keep-finished", o->keep_finished,

@@ -41,6 +41,11 @@ AuthSettings auth_of(const ServeOptions& o) {
   return a;
 }
 
+net::TlsContext tls_of(const ServeOptions& o) {
+  if (o.tls_cert.empty() && o.tls_key.empty()) return nullptr;
+  return net::server_context(o.tls_cert, o.tls_key);
+}
+
 void check_options(const ServeOptions& o) {
   const auto positive = [](double v, const char* name) {
     if (!(v > 0)) throw ConfigError(std::string(name) + " must be > 0");
@@ -74,6 +79,7 @@ net::tcp::endpoint endpoint_of(net::asio::io_context& io, const std::string& tex
 Daemon::Daemon(const ServeOptions& options)
     : options_((check_options(options), options)),
       auth_(auth_of(options_)),
+      tls_(tls_of(options_)),
       journal_(options_.state_dir, io_,
                [this](const std::string&) {
                  status_ = 1;
@@ -84,7 +90,7 @@ Daemon::Daemon(const ServeOptions& options)
              options_.max_world, options_.lost_after_s,
              {options_.keep_finished, options_.retention_s}}),
       handler_(jobs_, auth_, options_.idle_timeout_s),
-      sessions_(io_, limits_of(options_)) {
+      sessions_(io_, limits_of(options_), 0.25, tls_.get()) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", auth_.any());
   std::optional<net::tcp::endpoint> http;
   if (!options_.http.empty()) http = endpoint_of(io_, options_.http, "--http", auth_.any());
@@ -103,7 +109,7 @@ Daemon::Daemon(const ServeOptions& options)
   agent_endpoint_ = listener_->local_endpoint();
   if (http) {
     http_ = std::make_unique<HttpServer>(
-        io_, *http, [this](const HttpRequest& r) { return route(r); });
+        io_, *http, [this](const HttpRequest& r) { return route(r); }, tls_.get());
     http_endpoint_ = http_->local_endpoint();
   }
   if (options_.handle_signals) {
@@ -119,6 +125,7 @@ Daemon::Daemon(const ServeOptions& options)
   log::info(
       "listening for agents on " + net::to_string(agent_endpoint_) +
       (http_endpoint_ ? ", HTTP on " + net::to_string(*http_endpoint_) : "") +
+      (tls_ ? " over TLS" : "") +
       (!auth_.any()                      ? " (no token: loopback only)"
        : auth_.munge && auth_.token_mode ? " (token or munge credential required)"
        : auth_.munge                     ? " (munge credential required)"

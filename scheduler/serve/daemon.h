@@ -12,6 +12,7 @@
 #include "lib/net/asio.h"
 #include "lib/net/listener.h"
 #include "lib/net/session_manager.h"
+#include "lib/net/tls.h"
 #include "scheduler/serve/agent_handler.h"
 #include "scheduler/serve/http.h"
 #include "scheduler/serve/jobs.h"
@@ -48,6 +49,7 @@ class Daemon {
   net::asio::io_context io_{1};
   net::asio::signal_set signals_{io_};
   AuthSettings auth_;
+  net::TlsContext tls_;  // null: both ports plain
   Journal journal_;
   JobTable jobs_;
   AgentHandler handler_;

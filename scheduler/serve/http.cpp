@@ -1,5 +1,6 @@
 #include "scheduler/serve/http.h"
 
+#include <array>
 #include <cctype>
 #include <vector>
 
@@ -41,24 +42,34 @@ std::string bearer_of(const std::string& head) {
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(net::tcp::socket socket, HttpServer& server)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
+      : stream_(std::move(socket), server.tls_),
+        timer_(stream_.socket().get_executor()),
+        server_(server) {}
 
   void start() {
     timer_.expires_after(kHeadTime);
     timer_.async_wait([self = shared_from_this()](const error_code& ec) {
       if (!ec) self->close();  // too slow
     });
-    asio::async_read_until(
-        socket_, asio::dynamic_buffer(head_, 16384), "\r\n\r\n",
-        [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_head(ec); });
+    stream_.accept([self = shared_from_this()](const error_code& ec, bool tls_client) {
+      if (self->closed_) return;
+      if (!tls_client) {
+        self->respond({400, "text/plain; charset=utf-8",
+                       "this port speaks HTTPS: use https:// with the daemon's CA\n"},
+                      false);
+      } else if (ec) {
+        self->close();
+      } else {
+        self->read_head();
+      }
+    });
   }
 
   void close() {
     if (closed_) return;
     closed_ = true;
-    error_code ignored;
     timer_.cancel();
-    socket_.close(ignored);
+    stream_.close();
     server_.owned_.erase(shared_from_this());
   }
 
@@ -70,16 +81,32 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   static constexpr auto kHeadTime = std::chrono::seconds(5);    // to send the request head
   static constexpr auto kWriteTime = std::chrono::seconds(60);  // to take the response
 
-  void on_head(const error_code& ec) {
-    if (closed_) return;
-    if (ec == asio::error::not_found) {  // head longer than the limit
-      respond({431, "text/plain; charset=utf-8", "request header too large\n"}, false);
-      return;
-    }
-    if (ec) {
-      close();
-      return;
-    }
+  static constexpr std::size_t kMaxHead = 16384;                // bytes of request head
+
+  // Reads until the blank line that ends the head.
+  void read_head() {
+    stream_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](
+                                                      const error_code& ec, std::size_t n) {
+      if (self->closed_) return;
+      if (ec) {
+        self->close();
+        return;
+      }
+      self->head_.append(self->chunk_.data(), n);
+      const auto end = self->head_.find("\r\n\r\n");
+      if (end == std::string::npos || end + 4 > kMaxHead) {
+        if (self->head_.size() < kMaxHead) {
+          self->read_head();
+        } else {
+          self->respond({431, "text/plain; charset=utf-8", "request header too large\n"}, false);
+        }
+        return;
+      }
+      self->on_head();
+    });
+  }
+
+  void on_head() {
     // "GET /path?query HTTP/1.1"
     const auto line_end = head_.find("\r\n");
     const std::string line = head_.substr(0, line_end);
@@ -98,7 +125,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request.path = target.substr(0, q);
     request.query = q == std::string::npos ? "" : target.substr(q + 1);
     error_code ec2;
-    const auto remote = socket_.remote_endpoint(ec2);
+    const auto remote = stream_.socket().remote_endpoint(ec2);
     request.loopback = !ec2 && net::is_loopback(remote.address());
     request.bearer = bearer_of(head_);
     HttpResponse r = server_.router_(request);
@@ -121,26 +148,33 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
            "\r\nContent-Length: " + std::to_string(r.body.size()) +
            "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
     if (!head_only) out_ += r.body;
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](const error_code&, std::size_t) {
-                        error_code ignored;
-                        self->socket_.shutdown(net::tcp::socket::shutdown_both, ignored);
-                        self->close();
-                      });
+    stream_.async_write(asio::buffer(out_), [self = shared_from_this()](const error_code& ec,
+                                                                          std::size_t) {
+      if (ec || self->closed_) {
+        self->close();
+        return;
+      }
+      self->stream_.async_shutdown([self] {  // TLS: close_notify, within kWriteTime
+        self->stream_.shutdown(net::tcp::socket::shutdown_both);
+        self->close();
+      });
+    });
   }
 
-  net::tcp::socket socket_;
+  net::Stream stream_;
   asio::steady_timer timer_;
   HttpServer& server_;
   std::string head_, out_;
+  std::array<char, 4096> chunk_{};
   bool closed_ = false, responding_ = false;
   net::Clock::time_point since_ = net::Clock::now();
 };
 
 HttpServer::HttpServer(asio::io_context& io, const net::tcp::endpoint& where, HttpRouter router,
-                       std::size_t max_connections)
+                       net::ssl::context* tls, std::size_t max_connections)
     : io_(io),
       router_(std::move(router)),
+      tls_(tls),
       max_connections_(max_connections),
       listener_(io, where, "--http", [this](net::tcp::socket socket) {
         if (owned_.size() >= max_connections_ && !evict_idle()) {

@@ -1,7 +1,8 @@
 // A small HTTP/1.1 server for /metrics, /status and / : one GET per connection, answered and
 // closed. Requests are bounded in size (16 KiB of head) and time (5 s to send it, 60 s to take
 // the response); at the connection limit a new request evicts the oldest one still idle.
-// One io_context thread.
+// With a TLS context it is HTTPS (the handshake within the 5 s of the head); a plain HTTP
+// request on it is answered 400 in clear text. One io_context thread.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include "lib/net/asio.h"
 #include "lib/net/listener.h"
+#include "lib/net/tls.h"
 
 namespace dbs::scheduler {
 
@@ -35,8 +37,9 @@ class HttpConnection;
 
 class HttpServer {
  public:
+  // tls != nullptr: HTTPS with this context (which must outlive the server).
   HttpServer(net::asio::io_context& io, const net::tcp::endpoint& where, HttpRouter router,
-             std::size_t max_connections = kHttpConnections);
+             net::ssl::context* tls = nullptr, std::size_t max_connections = kHttpConnections);
   net::tcp::endpoint local_endpoint() const { return listener_.local_endpoint(); }
   void stop();
 
@@ -47,6 +50,7 @@ class HttpServer {
 
   net::asio::io_context& io_;
   HttpRouter router_;
+  net::ssl::context* tls_;
   std::size_t max_connections_;
   std::unordered_set<std::shared_ptr<HttpConnection>> owned_;  // open connections
   net::Listener listener_;

@@ -12,6 +12,8 @@ struct ServeOptions {
   std::string token_file;                 // job token; empty = no authentication, loopback only
   std::string auth = "token";             // what registers present: token | munge | token,munge
   std::string munge_socket;               // munged's socket; empty = munge's default
+  std::string tls_cert;                   // PEM certificate chain: both ports speak TLS; "" = plain
+  std::string tls_key;                    // PEM private key of tls_cert
   std::string state_dir;                  // journal and traces; empty = in memory only
   std::size_t keep_finished = 0;          // finished jobs whose traces are kept; 0 = all
   double retention_s = 0;                 // seconds finished traces and quarantined files are
@@ -32,8 +34,8 @@ struct ServeOptions {
   int max_world = 65536;                  // ranks per job
   std::string log_level = "info";         // debug | info | warning | error
   bool handle_signals = true;             // stop on SIGINT/SIGTERM (off for in-process use)
-  bool http_trust_loopback = true;        // loopback HTTP clients see job ids (off: tests see
-                                          // what a remote client sees)
+  bool http_trust_loopback = false;       // loopback HTTP clients see job ids, worlds and hosts
+                                          // without the bearer token (off: only token holders)
 };
 
 }  // namespace dbs::scheduler

@@ -6,6 +6,7 @@ AGENT=$BUILD/agents/dbs-agent
 BENCH=$BUILD/bench/dbs-bench
 LAB=$BUILD/lab/dbs-lab
 SCHED=$BUILD/scheduler/dbs-scheduler
+TRUST=(--http-trust-loopback)
 MPIRUN=(mpirun ${DBS_MPIRUN_ARGS:---allow-run-as-root --oversubscribe --bind-to none})
 TMP=$(mktemp -d /tmp/dbs-e2e.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -55,13 +56,14 @@ need_package() {
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, a token
-# ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
+# start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, the
+# options in TRUST (default: --http-trust-loopback, so that the tests read job ids without the
+# token), a token ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
 # caller's EXIT trap kills $DAEMON_PID.
 start_daemon() {
   [ -f "$TMP/token" ] || { head -c 32 /dev/urandom | base64 >"$TMP/token"; chmod 600 "$TMP/token"; }
   rm -f "$TMP/ready.json"
-  "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
+  "$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 "${TRUST[@]}" --token-file "$TMP/token" \
     --ready-file "$TMP/ready.json" "$@" >>"$TMP/daemon.log" 2>&1 &
   DAEMON_PID=$!
   disown "$DAEMON_PID"  # killed by the trap without a job report
@@ -79,4 +81,23 @@ run_job() {
   DBS_SCHEDULER=$LISTEN DBS_TOKEN_FILE=$TMP/$job.key "${MPIRUN[@]}" -x DBS_SCHEDULER -x DBS_TOKEN_FILE \
     -np 2 "$AGENT" --model lenet --epochs "$epochs" --train-limit 1000 --test-limit 200 --threads 1 \
     --no-progress --job "$job" --scheduler-timeout 30 "$@" >"$TMP/$job.out" 2>&1
+}
+# make_tls DIR [SAN]: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a server certificate signed by
+# it (DIR/server.pem, DIR/server.key) for SAN (default DNS:localhost,IP:127.0.0.1); P-256 keys.
+make_tls() {
+  local dir=$1 san=${2:-DNS:localhost,IP:127.0.0.1}
+  need_package openssl openssl
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -subj "/CN=dbs test CA" -keyout ca.key -out ca.pem \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=dbs test server" \
+      -keyout server.key -out server.csr
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem
+    chmod 600 ca.key server.key
+  ) >"$dir/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(cat "$dir/openssl.log")"
 }

@@ -17,7 +17,7 @@ expect_fail "--lost-after: must be > 0, got 0" "$SCHED" serve --lost-after 0
 [ "$("$SCHED" serve --report-timeout -1 2>&1 | wc -c)" -lt 200 ] || fail "a bad number prints a long range"
 "$SCHED" serve --help | grep -q "Example" || fail "serve --help shows no example"
 
-"$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$TMP/token" \
+"$SCHED" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --http-trust-loopback --token-file "$TMP/token" \
   --state-dir "$TMP/var/lib/dbs-state" --ready-file "$TMP/ready.json" >"$TMP/daemon.log" 2>&1 &
 DAEMON_PID=$!
 for _ in $(seq 200); do [ -s "$TMP/ready.json" ] && break; sleep 0.05; done

@@ -32,6 +32,7 @@ inline scheduler::ServeOptions test_options() {
   o.line_timeout_s = 0.3;
   o.handle_signals = false;
   o.log_level = "error";
+  o.http_trust_loopback = true;  // the tests read job ids over loopback without the token
   return o;
 }
 

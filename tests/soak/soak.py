@@ -317,7 +317,7 @@ def main():
     token = open(token_file).read().strip()
     log = open(tmp + "/daemon.log", "wb")
     daemon = subprocess.Popen(
-        [sched, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--token-file",
+        [sched, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-trust-loopback", "--token-file",
          token_file, "--state-dir", tmp + "/state", "--ready-file", tmp + "/ready.json",
          "--report-timeout", str(a.report_timeout), "--max-connections", str(connections + 100),
          "--log-level", "warning"], stdout=log, stderr=log)
