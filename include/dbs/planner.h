@@ -43,7 +43,7 @@ class Planner {
   // another world size or global batch, or a bad state.
   virtual void set_state(const Plan& plan, const std::vector<double>& state) = 0;
   // This rank leaves the job: done (all epochs trained) or stopped early (a signal; the job may
-  // be resumed). The remote planner says goodbye to the daemon.
+  // be resumed). The remote planner says goodbye to the daemon and stops connecting to it.
   virtual void finish(bool /*done*/) {}
 };
 

@@ -288,6 +288,8 @@ void Remote::finish(bool done) {
   // A stopped rank may have a second from its launcher before SIGKILL (mpirun): wait less.
   const auto wait = done ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200);
   changed_.wait_for(lock, wait, [this] { return said_goodbye_ || !connected_; });
+  // The rank has left the job: no reconnecting (the daemon would refuse a finished job's rank).
+  client_->stop();
 }
 
 }  // namespace
