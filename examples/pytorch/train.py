@@ -13,9 +13,11 @@ embedded policy planning any epoch whose daemon plan is not usable (docs/guides/
 """
 
 import argparse
+import faulthandler
 import gzip
 import json
 import os
+import signal
 import sys
 import time
 
@@ -277,10 +279,11 @@ def main(args):
         with open(tmp, "w") as f:
             json.dump(summary, f, indent=1)
         os.replace(tmp, args.summary)
-    dist.destroy_process_group()
+    dbs.torch.destroy_process_group()  # a barrier first: no hang in gloo's teardown
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack on stderr
     args = options()
     try:
         main(args)
