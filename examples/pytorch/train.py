@@ -13,9 +13,11 @@ embedded policy planning any epoch whose daemon plan is not usable (docs/guides/
 """
 
 import argparse
+import faulthandler
 import gzip
 import json
 import os
+import signal
 import sys
 import time
 
@@ -29,6 +31,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import dbs
 import dbs.torch
+from dbs.torch.hook import StepTimer
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -152,27 +155,29 @@ def evaluate(model, test, rank, world):
 
 
 class StaticTiming:
-    """--policy static: DDP's own mean allreduce, and each step's compute time (forward start to
-    the last bucket) for the summary, as dbs.torch takes it."""
+    """--policy static: DDP's own mean allreduce, each step timed for the summary as dbs.torch
+    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown)."""
 
     def __init__(self, ddp, slowdown):
-        self.start, self.steps, self.slowdown = None, [], slowdown
+        self.timer, self.slowdown = StepTimer(), slowdown
         ddp.register_forward_pre_hook(self.pre)
         ddp.register_comm_hook(None, self.hook)
 
     def pre(self, module, inputs):
-        if self.start is None and module.training and torch.is_grad_enabled():
-            self.start, self.local = time.perf_counter(), len(inputs[0])
+        if module.training and torch.is_grad_enabled():
+            self.timer.forward(len(inputs[0]))
 
     def hook(self, group, bucket):
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        step = self.timer.count
         if bucket.is_last():
-            pause = self.slowdown(time.perf_counter() - self.start)
-            if pause > 0:
-                time.sleep(pause)
-            self.steps.append((self.local, time.perf_counter() - self.start))
-            self.start = None
-        return allreduce_hook(group, bucket)
+            self.timer.backward_done(self.slowdown)
+            step = self.timer.count - 1
+        return allreduce_hook(group, bucket).then(lambda fut: self.done(fut, step))
+
+    def done(self, fut, step):
+        self.timer.allreduced(step)
+        return fut.value()
 
 
 def main(args):
@@ -219,6 +224,8 @@ def main(args):
         batch = list(balancer.plan.batch) if balancer else [args.batch // world] * world
         dist.barrier()
         start = time.perf_counter()
+        if not balancer:
+            timing.timer.begin()
         for step, (x, y) in enumerate(loader):
             slowdown.progress = 1 + epoch + step / steps
             loss = F.cross_entropy(ddp(x), y)
@@ -229,21 +236,25 @@ def main(args):
         wall = time.perf_counter() - start
         if balancer:
             reports = balancer.end_epoch()
-            throughput = [r.throughput() for r in reports]
-            samples = len(train)
+            mine = (reports[rank].samples, reports[rank].compute_s, balancer.work_s())
             dbs_cpu = [None] * world  # per rank, thread CPU s of dbs.torch's code this epoch
             dist.all_gather_object(dbs_cpu, balancer.overhead_s - overhead)
             overhead = balancer.overhead_s
         else:
-            mine = dbs._dbs.make_report(rank, epoch, batch[rank], timing.steps)
-            timing.steps = []
-            every = [None] * world
-            dist.all_gather_object(every, (mine.samples, mine.compute_s))
-            throughput = [n / t if t > 0 else 0.0 for n, t in every]
-            samples = sum(n for n, _ in every)
+            steps_done = timing.timer.take()
+            mine = (sum(s[0] for s in steps_done), sum(s[3] for s in steps_done),
+                    sum(s[1] for s in steps_done))
+        every = [None] * world  # per rank: (samples, compute s, work s) of the epoch
+        dist.all_gather_object(every, mine)
+        throughput = [n / t if t > 0 else 0.0 for n, t, _ in every]
+        busy = [w for _, _, w in every]
+        samples = sum(n for n, _, _ in every)
+        # as dbs-agent's busy_ideal_s: the epoch at the best split for the ranks' work rates
+        # (samples over work seconds: loading, forward + backward, the optimizer update)
+        rates = sum(n / w for n, _, w in every if w > 0)
         acc = evaluate(ddp, test, rank, world)
         row = {"epoch": epoch + 1, "wall_s": wall, "batch": batch, "throughput": throughput,
-               "busy_ideal_s": samples / sum(throughput) if sum(throughput) > 0 else 0.0,
+               "busy_s": busy, "busy_ideal_s": samples / rates if rates > 0 else 0.0,
                "test_acc": acc, "steps": steps}
         if balancer:
             row["replans"] = balancer.replans
@@ -268,10 +279,11 @@ def main(args):
         with open(tmp, "w") as f:
             json.dump(summary, f, indent=1)
         os.replace(tmp, args.summary)
-    dist.destroy_process_group()
+    dbs.torch.destroy_process_group()  # a barrier first: no hang in gloo's teardown
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack on stderr
     args = options()
     try:
         main(args)

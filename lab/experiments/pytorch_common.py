@@ -168,7 +168,7 @@ def train_once(build, world, args, *, quota=None, timeout=3600, log=None):
 
 def steady(summary, first):
     """Figures of the epochs from `first` (1-based) on: mean wall s, mean busy-ideal s, mean
-    compute s of the slowest rank, plan changes (a changed batch at an epoch's start, and
+    work s of the slowest rank, plan changes (a changed batch at an epoch's start, and
     in-epoch re-plans)."""
     epochs = summary["epochs"]
     rows = [e for e in epochs if e["epoch"] >= first]
@@ -180,13 +180,15 @@ def steady(summary, first):
             changes += e.get("replans", 0) + (k > 0 and epochs[k - 1]["batch"] != e["batch"])
     wall = sum(e["wall_s"] for e in rows) / len(rows)
     ideal = sum(e["busy_ideal_s"] for e in rows) / len(rows)
-    # The slowest rank's forward + backward seconds (its share b_i / B of the samples over its
-    # throughput; the short last step is split in the same proportions).
+    # The slowest rank's work seconds (busy_s: loading, forward + backward, the optimizer step);
+    # a record without busy_s (forward + backward timing) has its share b_i / B of the samples
+    # over its throughput instead.
     n = summary["train_samples"]
-    slowest = sum(max(b / sum(e["batch"]) * n / v if v > 0 else 0.0
+    slowest = sum(max(e["busy_s"]) if "busy_s" in e else
+                  max(b / sum(e["batch"]) * n / v if v > 0 else 0.0
                       for b, v in zip(e["batch"], e["throughput"])) for e in rows) / len(rows)
     return {"steady_epoch_s": wall, "steady_busy_ideal_s": ideal, "plan_changes": changes,
-            "steady_epochs": len(rows), "steady_slowest_compute_s": slowest}
+            "steady_epochs": len(rows), "steady_slowest_work_s": slowest}
 
 
 def write_jsonl(path, study, records):

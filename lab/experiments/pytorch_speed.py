@@ -9,9 +9,9 @@ Each of the --runs runs trains, for the quota case (rank 1 held to --quota of a 
 cgroup, see pytorch_rank.sh) and the disturb case (rank 1 slowed x3 by train.py's --disturb),
 first static, then dbs. Over the steady epochs (--steady-from on) it prints per run the static
 and dbs epoch seconds, their ratio, dbs over the best split for the speeds the ranks showed
-(busy_ideal_s) and its two factors (split: the slowest rank's forward + backward over
-busy_ideal_s; rest: the epoch over that, i.e. the optimizer step, data loading, the exchange and
-step-to-step jitter; static's rest beside it), and dbs's plan changes; then how many runs met each target (at least 1.8x
+(busy_ideal_s) and its two factors (split: the slowest rank's work - loading, forward +
+backward, the optimizer step - over busy_ideal_s; rest: the epoch over that, i.e. the allreduce
+and step-to-step jitter; static's rest beside it), and dbs's plan changes; then how many runs met each target (at least 1.8x
 faster than static, within 1.10x of busy_ideal_s, at most 1 plan change). Last, dbs.torch's own
 CPU time per step (the summary's dbs_overhead_s) undisturbed on 1 and 2 ranks (--overhead-worlds),
 against plain DDP's step (static's epoch seconds / steps); the target is at most 2%.
@@ -147,8 +147,8 @@ def report(records):
             met[1] += ideal <= TARGET_IDEAL
             met[2] += db["plan_changes"] <= TARGET_CHANGES
             plans = " -> ".join("/".join(map(str, e["batch"])) for e in db["summary"]["epochs"])
-            slow = pc.steady(db["summary"], db["steady_from"])["steady_slowest_compute_s"]
-            st_slow = pc.steady(st["summary"], st["steady_from"])["steady_slowest_compute_s"]
+            slow = pc.steady(db["summary"], db["steady_from"])["steady_slowest_work_s"]
+            st_slow = pc.steady(st["summary"], st["steady_from"])["steady_slowest_work_s"]
             print(f"{rep:>4} {st['steady_epoch_s']:>9.2f} {db['steady_epoch_s']:>7.2f} "
                   f"{ratio:>6.3f}x {ideal:>8.3f}x {slow / db['steady_busy_ideal_s']:>5.3f}x "
                   f"{db['steady_epoch_s'] / slow:>5.3f}x {st['steady_epoch_s'] / st_slow:>10.3f}x "

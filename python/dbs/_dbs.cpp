@@ -8,15 +8,19 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <dbs/meter.h>
 #include <dbs/planner.h>
 
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/data/sampler.h"
@@ -41,24 +45,25 @@ auto from_text(const std::string& text, const std::string& what, Read read) {
   return read(dbs::Fields(j, what));
 }
 
-// One rank's report over a run of steps: (local batch, compute seconds) per step, as lib/train
-// makes it (samples, compute_s, the median step rate, the work-time points of the cost model).
+// One rank's report over a run of steps: (local batch, work seconds, allreduce seconds, compute
+// seconds) per step, through dbs::Meter as every client of dbs makes it (samples, compute_s and
+// comm_s summed, the median step rate from compute, the work-time points of the cost model).
 Report make_report(int rank, std::int64_t epoch, int batch,
-                   const std::vector<std::pair<int, double>>& steps) {
-  Report r;
-  r.rank = rank;
-  r.epoch = epoch;
-  r.batch = batch;
-  r.steps = static_cast<std::int64_t>(steps.size());
-  std::vector<std::pair<double, std::int64_t>> rates;
-  for (const auto& [n, t] : steps) {
-    r.samples += n;
-    r.compute_s += t;
-    if (n > 0 && t > 0) rates.emplace_back(n / t, 1);
-  }
-  r.step_rate_median = dbs::policy::median_rate(std::move(rates));
-  r.work = dbs::policy::cost_points(steps);
-  return r;
+                   const std::vector<std::tuple<int, double, double, double>>& steps) {
+  dbs::Meter meter;
+  for (const auto& [n, work_s, comm_s, compute_s] : steps) meter.step(n, work_s, comm_s, compute_s);
+  Plan plan;
+  plan.epoch = epoch;
+  plan.batch.assign(static_cast<std::size_t>(rank) + 1, 0);
+  plan.batch[static_cast<std::size_t>(rank)] = batch;
+  return meter.report(plan, rank);
+}
+
+// Cores of this process's CPU quota (its cgroup's quota / period); 0 without a quota or where it
+// cannot be read.
+double cpu_quota() {
+  const std::optional<dbs::CpuQuota> q = dbs::read_cpu_quota();
+  return q ? q->cores : 0.0;
 }
 
 py::array_t<std::int64_t> permutation(std::size_t n, std::uint64_t seed, std::uint64_t epoch) {
@@ -205,7 +210,10 @@ PYBIND11_MODULE(_dbs, m) {
 
   m.def("make_report", &make_report, py::arg("rank"), py::arg("epoch"), py::arg("batch"),
         py::arg("steps"),
-        "One rank's report from its steps: a list of (local batch, compute seconds).");
+        "One rank's report from its steps: a list of (local batch, work seconds, allreduce "
+        "seconds, compute seconds), as dbs::Meter takes them.");
+  m.def("cpu_quota", &cpu_quota,
+        "Cores of this process's cgroup CPU quota (0 = none or unreadable).");
   m.def("step_batch", &dbs::policy::step_batch, py::arg("plan"), py::arg("samples"),
         "Per-rank sizes of a global step of `samples` samples under plan.");
   m.def("offsets_of", &dbs::policy::offsets_of, py::arg("batch"),

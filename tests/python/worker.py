@@ -161,4 +161,4 @@ if __name__ == "__main__":
         bad_daemon(rest[0])
     else:
         bad(rest[0])
-    dist.destroy_process_group()
+    dbs.torch.destroy_process_group()

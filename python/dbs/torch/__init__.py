@@ -8,6 +8,7 @@
         balancer.set_epoch(epoch)
         for x, y in loader: ...                # the ordinary mean-reduced loss and step
         balancer.end_epoch()                   # optional: the reports of the epoch
+    dbs.torch.destroy_process_group()          # a barrier, then dist's (no hang at exit)
 
 Balancer(..., scheduler="HOST:PORT", job="ID", token_file="KEY") takes the end-of-epoch plans
 from dbs-scheduler serve (the embedded policy plans whenever the daemon's plan is not usable);
@@ -15,7 +16,7 @@ balancer.close() after the last epoch says goodbye to it. See docs/guides/pytorc
 """
 
 from dbs.torch.balancer import Balancer
-from dbs.torch.launch import init_process_group, ranks
+from dbs.torch.launch import destroy_process_group, init_process_group, ranks
 from dbs.torch.sampler import BatchSampler
 
-__all__ = ["Balancer", "BatchSampler", "init_process_group", "ranks"]
+__all__ = ["Balancer", "BatchSampler", "destroy_process_group", "init_process_group", "ranks"]

@@ -38,7 +38,7 @@ class Balancer:
     min_batch, max_batch, min_gain: the policy's bounds (max_batch 0 = B) and the predicted gain
                      below which dbs keeps its plan
     slowdown:        None, or f(compute_s) -> seconds to sleep after each step's backward,
-                     counted as compute (to emulate a slower node in experiments)
+                     counted as compute and work (to emulate a slower node in experiments)
     group:           the process group (None = the default one)
     scheduler:       "HOST:PORT" of dbs-scheduler serve: the end-of-epoch plans come from it,
                      with the embedded policy as the fallback ("" = the embedded policy only)
@@ -95,7 +95,6 @@ class Balancer:
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
         self._done = 0          # its steps whose backward finished
         self._reported = False  # its end was reported and the next plan made
-        self._steps = []        # (local batch, compute s) of its steps on this rank
         self._window = 0        # first step since the last in-epoch re-plan
         self.overhead_s = 0.0   # thread CPU s of this rank in dbs.torch's code (sampler, hooks
                                 # without the slowdown, reports, planning), cumulative
@@ -104,7 +103,7 @@ class Balancer:
         # where the plan in force came from: "initial", "embedded", "daemon",
         # "embedded-fallback" (the daemon's plan was not usable), "rebalance" or "resumed"
         self.source = "initial"
-        self._clock = StepClock(self)
+        self._clock = StepClock(self)  # its timer's steps: this epoch's on this rank
         model.register_forward_pre_hook(self._clock.forward_pre_hook)
         model.register_comm_hook(group, self._clock.comm_hook)
         self.sampler = BatchSampler(self)
@@ -168,9 +167,19 @@ class Balancer:
                                f"({self.steps_per_epoch} steps): call set_epoch for the next")
         return _dbs.step_batch(self.plan, total)[self.rank], total
 
-    def _step_done(self, local, compute_s):
-        self._steps.append((local, compute_s))
+    @property
+    def _steps(self):
+        """(local batch, work s, allreduce s, compute s) of this epoch's steps on this rank
+        (hook.py: what each of them means)."""
+        return self._clock.timer.steps
+
+    def _step_done(self):
         self._done += 1
+
+    def work_s(self):
+        """This rank's work seconds in the epoch in progress (or the last finished one): its
+        steps' time between gradient allreduces, summed (hook.py)."""
+        return sum(step[1] for step in self._steps)
 
     def _begin_epoch(self):
         """Moves on to the next epoch once the one in progress is done (reporting it first)."""
@@ -180,7 +189,7 @@ class Balancer:
             self.epoch += 1
             self._done = 0
             self._reported = False
-            self._steps = []
+            self._clock.timer.take()
             self._window = 0
             self.replans = 0
 
@@ -188,11 +197,13 @@ class Balancer:
         k = self.settings.rebalance_every
         if k == 0 or (step - self._window) % k != 0:
             return
-        cpu = time.thread_time()
+        cpu, wall, proc = time.thread_time(), time.perf_counter(), time.process_time()
         try:
             self._rebalance(step)
         finally:
             self.overhead_s += time.thread_time() - cpu
+            # its collectives wait for the other ranks: not this step's work
+            self._clock.timer.exclude(time.perf_counter() - wall, time.process_time() - proc)
 
     def _rebalance(self, step):
         if self._done != step:
@@ -205,7 +216,7 @@ class Balancer:
         self._window = step
 
     def _report(self, first):
-        steps = self._steps[first - (self._done - len(self._steps)):]
+        steps = [tuple(s) for s in self._steps[first - (self._done - len(self._steps)):]]
         return _dbs.make_report(self.rank, self.epoch, self.plan.batch[self.rank], steps)
 
     def _gather(self, report):
@@ -216,6 +227,7 @@ class Balancer:
     def set_epoch(self, epoch):
         """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done."""
         self._begin_epoch()
+        self._clock.timer.begin()
         if epoch != self.epoch:
             raise ValueError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch {self.epoch}"
                              f" (step {self._done} of {self.steps_per_epoch}); epochs run in "
@@ -290,7 +302,8 @@ class Balancer:
                              f"has {self.steps_per_epoch} steps")
         self._planner.set_state(plan, [float(x) for x in state["policy_state"]])
         self.epoch, self._done = int(state["epoch"]), int(state["step"])
-        self._reported, self._steps, self._window, self.replans = False, [], self._done, 0
+        self._clock.timer.take()
+        self._reported, self._window, self.replans = False, self._done, 0
         self.source = "resumed"
 
 

@@ -1,57 +1,163 @@
-"""The DDP communication hook of dbs.torch and the timing it takes.
+"""The DDP communication hook of dbs.torch and the step timing it takes.
 
-Each rank's loss is the mean over its own b_i samples of the step. Before the sum allreduce the
-hook multiplies the rank's gradient bucket by b_i / B_s (B_s = the step's global sample count,
-smaller on the short last step), so the sum is the mean over the global batch: the update of
-one process on the global batch. Timing: a forward pre-hook on the DDP module marks the start
-of a step (the first forward with gradients on, in training mode); the hook of the last bucket
-marks the end of backward. The time after it (the allreduce and the wait for other ranks, the
-optimizer step) is not compute. The hooks' own thread CPU time (without the slowdown and the
-allreduce, which plain DDP has too) goes to Balancer.overhead_s.
+Weights: each rank's loss is the mean over its own b_i samples of the step. Before the sum
+allreduce the hook multiplies the rank's gradient bucket by b_i / B_s (B_s = the step's global
+sample count, smaller on the short last step), so the sum is the mean over the global batch: the
+update of one process on the global batch.
+
+Timing (dbs's definitions, as dbs-agent's, include/dbs/plan.h): a step's work time is everything
+the rank does between two gradient allreduces: the previous step's optimizer update, loading its
+batch, forward + backward. Its window opens when the previous step's allreduce ends (the latest
+completion among its buckets), or, for an epoch's first step, when the epoch's first batch is
+asked for (StepTimer.begin); it closes when the last gradient bucket is handed to the allreduce
+(the end of backward). The allreduce and the wait for the other ranks are its comm time, not
+work; in-epoch re-plans inside the window are left out (StepTimer.exclude). Compute is forward +
+backward alone (the first forward with gradients on, in training mode, to the end of backward).
+An injected slowdown (experiments) sleeps after backward and counts as compute and work. On a
+rank held to a CPU quota below torch's threads the work time is the larger of its wall time and
+its process CPU time over the quota (the time at the rate the quota sustains), as in dbs-agent.
+The hooks' own thread CPU time (without the slowdown and the allreduce, which plain DDP has too)
+goes to Balancer.overhead_s.
 """
 
+import threading
 import time
 
 import torch
 import torch.distributed as dist
 
+from dbs import _dbs
+
+
+def held_to():
+    """Cores of this process's CPU quota when it is below torch's threads, else 0."""
+    cores = _dbs.cpu_quota()
+    return cores if 0 < cores < torch.get_num_threads() - 1e-6 else 0.0
+
+
+def _now():
+    return time.perf_counter(), time.process_time()
+
+
+class StepTimer:
+    """This rank's steps: (samples, work s, allreduce s, compute s) each, in `steps`. Driven by
+    a forward pre-hook (forward), the communication hook (backward_done, then allreduced from the
+    allreduce's completion, on a gloo thread) and the loop's start of an epoch (begin)."""
+
+    def __init__(self, quota_cores=None, clock=_now):
+        self.held_to = held_to() if quota_cores is None else quota_cores
+        self._clock = clock    # () -> (wall s, process CPU s)
+        self.steps = []        # [samples, work_s, comm_s, compute_s] per finished step
+        self._lock = threading.Lock()
+        self._origin = None    # (wall, cpu) where the next step's work window opened
+        self._skip = (0.0, 0.0)  # (wall, cpu) s inside the open window that are not work
+        self._start = None     # wall s at the step's first forward; None between steps
+        self._ended = None     # (wall, cpu) at the end of the last step's backward
+        self._samples = 0
+        self.count = 0         # steps recorded since construction (take() does not reset it)
+
+    def begin(self):
+        """The first step of an epoch (or after anything that is not training) starts now."""
+        with self._lock:
+            self._origin, self._skip, self._ended = self._clock(), (0.0, 0.0), None
+
+    def exclude(self, wall_s, cpu_s):
+        """wall_s / cpu_s seconds inside the open window were not work (a re-plan's collectives)."""
+        self._skip = (self._skip[0] + wall_s, self._skip[1] + cpu_s)
+
+    def in_step(self):
+        return self._start is not None
+
+    def forward(self, samples):
+        """A forward; True when it starts a step (the first with gradients on since the last
+        backward): samples is then the step's local batch."""
+        if self._start is not None:
+            return False
+        self._samples = samples
+        now = self._clock()
+        self._start = now[0]
+        with self._lock:
+            if self._origin is None:  # neither begin() nor a previous allreduce: from here
+                self._origin = now
+        return True
+
+    def backward_done(self, slowdown=None):
+        """The end of the step's backward (the last bucket's hook): sleeps slowdown(compute s)
+        when given (counted as compute and work) and records the step."""
+        end = self._clock()
+        if slowdown is not None:
+            pause = slowdown(end[0] - self._start)
+            if pause > 0:
+                time.sleep(pause)
+                end = self._clock()
+        compute = end[0] - self._start
+        with self._lock:
+            origin, skip = self._origin, self._skip
+            self._origin, self._skip, self._ended = None, (0.0, 0.0), end
+            work = end[0] - origin[0] - skip[0]
+            if self.held_to > 0:
+                work = max(work, (end[1] - origin[1] - skip[1]) / self.held_to)
+            self.steps.append([self._samples, max(work, compute), 0.0, compute])
+            self.count += 1
+        self._start = None
+
+    def allreduced(self, step):
+        """A bucket's allreduce of step `step` (count - 1 when its hook ran after the step's
+        backward, count before) completed (on any thread): the next step's window opens at the
+        latest completion of the last step's buckets, where its comm time ends. A completion
+        before the end of backward changes nothing."""
+        now = self._clock()
+        with self._lock:
+            if step != self.count - 1 or self._ended is None or not self.steps:
+                return
+            if self._origin is None or now[0] > self._origin[0]:
+                self._origin, self._skip = now, (0.0, 0.0)
+            self.steps[-1][2] = max(self.steps[-1][2], now[0] - self._ended[0])
+
+    def take(self):
+        """The steps recorded so far, forgotten here."""
+        with self._lock:
+            out, self.steps = self.steps, []
+        return [tuple(s) for s in out]
+
 
 class StepClock:
-    """Per-step weight and compute time of this rank, driven by the two hooks."""
+    """The Balancer's hooks: the weight b_i / B_s of the step in progress, and its timing."""
 
     def __init__(self, owner):
         self.owner = owner      # the Balancer: step sizes and where finished steps go
-        self.start = None       # perf_counter() at the step's first forward; None between steps
+        self.timer = StepTimer()
         self.weight = 1.0       # b_i / B_s of the step in progress
-        self.local = 0          # b_i of the step in progress
 
     def forward_pre_hook(self, module, inputs):
-        if self.start is None and module.training and torch.is_grad_enabled():
+        if not self.timer.in_step() and module.training and torch.is_grad_enabled():
             cpu = time.thread_time()
-            self.local, total = self.owner._step_sizes()
-            self.weight = self.local / total
-            self.start = time.perf_counter()
+            local, total = self.owner._step_sizes()
+            self.weight = local / total
+            self.timer.forward(local)
             self.owner.overhead_s += time.thread_time() - cpu
 
     def comm_hook(self, group, bucket):
         cpu = time.thread_time()
-        if bucket.is_last():
-            if self.start is None:
+        last = bucket.is_last()
+        if last:
+            if not self.timer.in_step():
                 raise RuntimeError("dbs.torch: a backward without a forward of the DDP model "
                                    "given to Balancer")
-            compute = time.perf_counter() - self.start
             slowdown = self.owner.slowdown
             if slowdown is not None:  # the experiment's, not dbs's: outside overhead_s
                 self.owner.overhead_s += time.thread_time() - cpu
-                pause = slowdown(compute)
-                if pause > 0:
-                    time.sleep(pause)
-                    compute = time.perf_counter() - self.start
+            self.timer.backward_done(slowdown)
+            if slowdown is not None:
                 cpu = time.thread_time()
-            self.start = None
-            self.owner._step_done(self.local, compute)
+            self.owner._step_done()
+        step = self.timer.count - 1 if last else self.timer.count
         buf = bucket.buffer()
         buf.mul_(self.weight)
         self.owner.overhead_s += time.thread_time() - cpu
         return (dist.all_reduce(buf, group=group, async_op=True).get_future()
-                .then(lambda fut: fut.value()[0]))
+                .then(lambda fut: self._done(fut, step)))
+
+    def _done(self, fut, step):
+        self.timer.allreduced(step)
+        return fut.value()[0]

@@ -52,3 +52,17 @@ def init_process_group(backend="gloo", **kwargs):
         os.environ.setdefault("MASTER_PORT", "29500")
     dist.init_process_group(backend, rank=rank, world_size=world, **kwargs)
     return rank, world, local
+
+
+def destroy_process_group():
+    """dist.destroy_process_group after a barrier of all ranks: call it once training is done.
+
+    Without the barrier the process could hang at exit: a gloo worker thread that ran one of
+    the last collectives (an all_reduce or all_gather_object whose tensors Python made) can
+    still hold that work when the main thread, holding the GIL, destroys the process group
+    (dist.destroy_process_group, or the DDP model's Reducer, which keeps the group, when the
+    model is freed) and joins its threads; freeing the work's tensors there needs the GIL, so
+    neither thread moves. The barrier waits for that work with the GIL released, and leaves
+    the workers with nothing of Python's."""
+    dist.barrier()
+    dist.destroy_process_group()

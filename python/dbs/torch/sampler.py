@@ -53,4 +53,6 @@ class BatchSampler:
             lo = start + _dbs.offsets_of(sizes)[b.rank]
             indices = perm[lo:lo + sizes[b.rank]].tolist()
             b.overhead_s += time.thread_time() - cpu
+            if s == first:  # the epoch's first step: its work window opens with its loading
+                b._clock.timer.begin()
             yield indices
