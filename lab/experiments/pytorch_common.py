@@ -221,3 +221,15 @@ def read_jsonl(path, study):
     if not records:
         raise StudyError(f"{path}: no {study} records")
     return records
+
+
+def main(prog, study_name, options, study, report, argv):
+    """A study script's command: run the study (or read its records with --report FILE), print
+    its tables; a StudyError is one line on stderr and exit 1."""
+    o = options(argv)
+    try:
+        report(read_jsonl(o.report, study_name) if o.report else study(o))
+    except StudyError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -109,16 +109,5 @@ def report(records):
           f"{TARGET_POINTS} points")
 
 
-def main(argv):
-    o = options(argv)
-    try:
-        records = pc.read_jsonl(o.report, STUDY) if o.report else study(o)
-        report(records)
-    except pc.StudyError as e:
-        print(f"pytorch_convergence.py: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(pc.main("pytorch_convergence.py", STUDY, options, study, report, sys.argv[1:]))

@@ -179,19 +179,5 @@ def report(records):
                   f"(at most {100 * TARGET_OVERHEAD:g}%)")
 
 
-def main(argv):
-    o = options(argv)
-    try:
-        if o.report:
-            records = pc.read_jsonl(o.report, "pytorch-speed")
-        else:
-            records = study(o)
-        report(records)
-    except pc.StudyError as e:
-        print(f"pytorch_speed.py: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(pc.main("pytorch_speed.py", "pytorch-speed", options, study, report, sys.argv[1:]))

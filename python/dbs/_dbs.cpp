@@ -24,7 +24,6 @@
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/data/sampler.h"
-#include "lib/planner/planner.h"
 #include "lib/policy/cost.h"
 #include "lib/policy/plan.h"
 #include "lib/policy/steps.h"
@@ -96,26 +95,19 @@ dbs::Allgather python_allgather(py::function f, int world) {
   };
 }
 
-// A job's planner for Python: dbs::make_planner's, until finish(); then an embedded planner
-// with the same plan and state, so that plan() and state() still answer while nothing keeps a
-// connection to the daemon (the remote planner reconnects until it is destroyed).
+// A job's planner for Python: dbs::make_planner's, whose finish() (goodbye to the daemon, after
+// which it no longer connects) runs once however often Python calls it.
 class JobPlanner {
  public:
-  JobPlanner(const Settings& settings, int world, std::unique_ptr<dbs::Planner> planner)
-      : settings_(settings), world_(world), planner_(std::move(planner)) {}
+  explicit JobPlanner(std::unique_ptr<dbs::Planner> planner) : planner_(std::move(planner)) {}
   dbs::Planner& planner() { return *planner_; }
   void finish(bool done) {
     if (finished_) return;
     finished_ = true;
     planner_->finish(done);
-    auto left = std::make_unique<dbs::planner::Embedded>(settings_, world_);
-    left->set_state(planner_->plan(), planner_->state());
-    planner_ = std::move(left);
   }
 
  private:
-  Settings settings_;
-  int world_;
   std::unique_ptr<dbs::Planner> planner_;
   bool finished_ = false;
 };
@@ -135,7 +127,7 @@ JobPlanner make_planner(const Settings& settings, int rank, int world, py::funct
   remote.timeout_s = timeout_s;
   remote.connect_timeout_s = connect_timeout_s;
   py::gil_scoped_release release;
-  return JobPlanner(settings, world, dbs::make_planner(settings, group, remote));
+  return JobPlanner(dbs::make_planner(settings, group, remote));
 }
 
 }  // namespace
