@@ -191,15 +191,16 @@ def steady(summary, first):
             "steady_epochs": len(rows), "steady_slowest_work_s": slowest}
 
 
-def write_jsonl(path, study, records):
+def write_jsonl(path, study, records, replace=None):
     """Replaces the records of `study` in the JSON lines file `path` (those of other studies
-    stay) at once, through a .tmp file renamed over it: nothing half-written."""
+    stay; with `replace`, only the study's records for which replace(record) is true) at once,
+    through a .tmp file renamed over it: nothing half-written."""
     kept = []
     if os.path.exists(path):
         try:
             with open(path) as f:
                 kept = [r for r in (json.loads(line) for line in f if line.strip())
-                        if r.get("study") != study]
+                        if r.get("study") != study or (replace is not None and not replace(r))]
         except (OSError, ValueError) as e:
             raise StudyError(f"{path}: cannot read its records: {e}") from None
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

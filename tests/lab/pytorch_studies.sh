@@ -40,7 +40,11 @@ done
 $PY $CONV --build "$BUILD" --out "$TMP/p.jsonl" --logs "$TMP/logs" --parallel --epochs 1 --batch 64 \
   --train-limit 256 --test-limit 64 >"$TMP/conv.out" 2>"$TMP/conv.err" ||
   { cat "$TMP/conv.err"; fail "pytorch_convergence.py failed"; }
-[ -s "$TMP/logs/static.log" ] && [ -s "$TMP/logs/dbs.log" ] || fail "no run logs: $(ls "$TMP/logs")"
+for arm in static equal dbs; do
+  [ -s "$TMP/logs/$arm-seed1.log" ] || fail "no log of arm $arm: $(ls "$TMP/logs")"
+done
+expect_fail "--arms: 'fast' is not one of static, equal, dbs" $PY $CONV --arms static,fast
+expect_fail "--batch 63: arm equal splits it in two" $PY $CONV --batch 63
 
 $PY - "$TMP/p.jsonl" "$TMP/speed.out" "$TMP/conv.out" "$cases" <<'PY' || fail "the records or tables are wrong"
 import json, sys
@@ -50,7 +54,8 @@ conv = [r for r in records if r["study"] == "pytorch-convergence"]
 cases = sys.argv[4].split(",")
 want = [(c, p, 2) for c in cases for p in ("static", "dbs")] + [("overhead", p, 1) for p in ("static", "dbs")]
 assert [(r["case"], r["policy"], r["world"]) for r in speed] == want, [(r["case"], r["policy"]) for r in speed]
-assert sorted(r["policy"] for r in conv) == ["dbs", "static"], conv
+assert [(r["arm"], r["seed"], r["policy"]) for r in conv] == [
+    ("static", 1, "static"), ("equal", 1, "fixed:32,32"), ("dbs", 1, "dbs")], conv
 for r in speed:
     s = r["summary"]
     assert s["policy"] == r["policy"] and s["world"] == r["world"] and len(s["epochs"]) >= 1, r
@@ -70,7 +75,9 @@ for c in cases:
     assert "\n%s case, 2 ranks, steady epochs from 2:" % c in out, out
     assert "at least 1.8x faster than static: " in out and " of 1;" in out, out
 assert "share" in out and "(at most 2%)" in out, out
-assert "final: dbs " in open(sys.argv[3]).read()
+conv_out = open(sys.argv[3]).read()
+assert "seed 1: test accuracy" in conv_out and "dbs - equal " in conv_out, conv_out
+assert "dbs - static over 1 seed(s): mean " in conv_out, conv_out
 print("records and tables ok")
 PY
 $PY $SPEED --report "$TMP/p.jsonl" >"$TMP/again.out" || fail "--report failed"
