@@ -8,6 +8,9 @@ PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || { echo "skip: torch is not importable by $PY"; exit 77; }
 [ -d "$BUILD/python/dbs/torch" ] || { echo "skip: no $BUILD/python (-Dpython=enabled)"; exit 77; }
 [ -x /usr/bin/torchrun ] || { echo "skip: no /usr/bin/torchrun"; exit 77; }
+# torchrun's agent looks at its ranks every --monitor_interval s (default 5) and ends only at
+# such a look: the studies' torchruns (given this environment) poll every 0.2 s instead.
+export PET_MONITOR_INTERVAL=0.2
 
 expect_fail "--cases: 'slow' is not quota or disturb" $PY $SPEED --cases quota,slow
 expect_fail "--steady-from 6: expected 1..--epochs 5" $PY $SPEED --steady-from 6

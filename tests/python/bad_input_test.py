@@ -1,11 +1,11 @@
-"""Bad input: one clear exception naming what is at fault, a non-zero exit and no hang of the
-other rank (each case bounded by a timeout), for: a plan whose world differs from WORLD_SIZE,
-ranks disagreeing on the settings, a dataset smaller than the global batch, a fixed: spec of
-the wrong length, a --disturb rank outside the job, and the package without its built
-extension. The same with plans from a daemon (dbs-scheduler serve on loopback), and what only
-the daemon path has: --scheduler (scheduler=) without --job, a bad address, ranks naming
-different jobs, a job key missing on one rank only. (A daemon's plan of another job is refused
-while the job goes on: tests/python/daemon_test.py.)"""
+"""Bad input: one clear exception naming what is at fault and no hang of the other rank (each
+case bounded by a timeout; train.py exits non-zero, the Balancer raises on every rank), for: a
+plan whose world differs from WORLD_SIZE, ranks disagreeing on the settings, a dataset smaller
+than the global batch, a fixed: spec of the wrong length, a --disturb rank outside the job, and
+the package without its built extension. The same with plans from a daemon (dbs-scheduler
+serve on loopback), and what only the daemon path has: --scheduler (scheduler=) without --job,
+a bad address, ranks naming different jobs, a job key missing on one rank only. (A daemon's
+plan of another job is refused while the job goes on: tests/python/daemon_test.py.)"""
 
 import os
 import shutil
@@ -23,10 +23,6 @@ TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
 SMALL = ["--epochs", "1", "--threads", "1", "--test-limit", "100"]
 
 cases = [
-    ("a plan of 3 ranks in a 2-rank run", [WORKER, "bad", "world-plan"],
-     "dbs.torch: the state_dict's plan is for 3 ranks, WORLD_SIZE is 2"),
-    ("ranks disagreeing on the global batch", [WORKER, "bad", "disagree"],
-     "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
     ("a dataset smaller than the global batch", [TRAIN, "--train-limit", "100", *SMALL],
      "the dataset has 100 samples, fewer than global_batch 128"),
     ("a fixed: spec of the wrong length",
@@ -39,13 +35,33 @@ cases = [
 
 def run_cases(cases):
     for what, args, message in cases:
-        rc, _, stderr = harness.torchrun(*args, timeout=120)
+        rc, _, stderr = harness.ranks(*args, timeout=120)
         harness.check(rc != 0 and message in stderr,
                       f"{what}: exit {rc}, stderr names it: {message!r}"
                       + ("" if message in stderr else f"\n--- stderr:\n{stderr[-3000:]}"))
 
 
+def check_each(stdout, expected, where):
+    """worker.py's lines "CASE: Type: message" (one per rank and case): for every (case,
+    message) of `expected`, both ranks raised it."""
+    for case, message in expected:
+        lines = [line.split("]:", 1)[-1] for line in stdout.splitlines()
+                 if line.split("]:", 1)[-1].startswith(case + ":")]
+        harness.check(len(lines) == 2 and all(message in line for line in lines),
+                      f"{case}{where} raises on both ranks: {message!r}"
+                      + ("" if len(lines) == 2 else f"\n{stdout[-3000:]}"))
+
+
 run_cases(cases)
+
+# The Balancer's own checks, one after the other in one run (as with a daemon below): a plan of
+# 3 ranks in a 2-rank run, ranks disagreeing on the global batch.
+rc, stdout, stderr = harness.ranks(WORKER, "bad", timeout=120)
+harness.check(rc == 0, f"worker.py bad: exit {rc}"
+              + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
+check_each(stdout, [
+    ("world-plan", "ValueError: dbs.torch: the state_dict's plan is for 3 ranks, WORLD_SIZE is 2"),
+    ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64")], "")
 
 with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tmp) as daemon:
     # train.py with a daemon: its own check, and one of the library's through the CLI.
@@ -60,10 +76,10 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tm
     ])
     # The Balancer's cases with a daemon, one after the other in one run: each raises on both
     # ranks, or the next one's collectives wait until the timeout.
-    rc, stdout, stderr = harness.torchrun(WORKER, "bad-daemon", daemon.listen, timeout=180)
+    rc, stdout, stderr = harness.ranks(WORKER, "bad-daemon", daemon.listen, timeout=180)
     harness.check(rc == 0, f"worker.py bad-daemon: exit {rc}"
                   + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
-    for case, message in [
+    check_each(stdout, [
             ("world-plan", "ValueError: dbs.torch: the state_dict's plan is for 3 ranks"),
             ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
             ("small-dataset", "the dataset has 100 samples, fewer than global_batch 128"),
@@ -71,12 +87,8 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tm
             ("no-job", "ValueError: dbs.torch.Balancer: scheduler needs job"),
             ("bad-address", "ConfigError: --scheduler 'localhost': no host or no port"),
             ("job-disagree", "rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
-            ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")]:
-        lines = [line.split("]:", 1)[-1] for line in stdout.splitlines()
-                 if line.split("]:", 1)[-1].startswith(case + ":")]
-        harness.check(len(lines) == 2 and all(message in line for line in lines),
-                      f"{case} with a daemon raises on both ranks: {message!r}"
-                      + ("" if len(lines) == 2 else f"\n{stdout[-3000:]}"))
+            ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")],
+        " with a daemon")
     lines = [line for line in stdout.splitlines() if "token-one-rank:" in line]
     harness.check(any("rank 1 could not make its planner: ConfigError: token file" in line
                       for line in lines),

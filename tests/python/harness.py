@@ -1,5 +1,5 @@
-"""Shared by the python suite's tests: the skip rule, a bounded 2-rank torchrun and a
-dbs-scheduler serve on loopback.
+"""Shared by the python suite's tests: the skip rule, a bounded 2-rank run (under torchrun, or
+started directly as srun starts ranks) and a dbs-scheduler serve on loopback.
 
 Each test runs from the source root with PYTHONPATH=<build>/python and DBS_BUILD=<build>
 (tests/meson.build). It exits 77 with the reason on its last line where the package or torch
@@ -23,6 +23,13 @@ TORCHRUN = "/usr/bin/torchrun"
 # --tee 0" (the flag enum lost its zero member in iteration): tee stdout instead, which keeps
 # both streams on the console.
 TORCHRUN_STD = ["--redirects", "1", "--tee", "1"]
+# torchrun's agent looks at its ranks every --monitor_interval seconds (default 5) and returns
+# only at such a look, so a run of a few seconds lasts until the next multiple of 5 s, and a
+# rank that failed is seen up to 5 s late. The tests poll every 0.2 s instead, also for the
+# torchrun lines they run as written (the guide's): PET_MONITOR_INTERVAL is that option's
+# environment variable.
+MONITOR_INTERVAL_S = "0.2"
+os.environ.setdefault("PET_MONITOR_INTERVAL", MONITOR_INTERVAL_S)
 BUILD = os.environ.get("DBS_BUILD", os.path.join(ROOT, "build"))
 SCHEDULER = os.path.join(BUILD, "scheduler", "dbs-scheduler")
 
@@ -55,7 +62,8 @@ def torchrun(script, *args, nproc=2, timeout=240, started=None):
     # machine would join the first one's store and fail when that run ends.
     cmd = [TORCHRUN, "--nnodes", "1", "--master_addr", "127.0.0.1", "--master_port",
            str(free_port()), "--nproc_per_node", str(nproc),
-           *TORCHRUN_STD, "--log_dir", logs, script, *map(str, args)]
+           *TORCHRUN_STD, "--monitor_interval", MONITOR_INTERVAL_S, "--log_dir", logs, script,
+           *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     # Output to files, not pipes: nothing blocks the ranks while started() runs.
     stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
@@ -84,6 +92,60 @@ def torchrun(script, *args, nproc=2, timeout=240, started=None):
         stderr.close()
         shutil.rmtree(logs, ignore_errors=True)
     return p.returncode, out, err
+
+
+def ranks(script, *args, nproc=2, timeout=240):
+    """Runs `script args` on nproc local ranks (1 thread each) started directly, one python
+    process per rank as srun starts them, with torchrun's environment (RANK, WORLD_SIZE,
+    LOCAL_RANK, MASTER_ADDR, MASTER_PORT): the same ranks as torchrun() without its agent
+    process (an import of torch more per run). Returns (returncode, stdout, stderr), the
+    ranks' output in rank order; returncode is 0 when every rank exited 0, else the first
+    failed rank's code, the others killed then, as torchrun kills them. A run past `timeout`
+    seconds fails the test: a hang is a failure, never a wait."""
+    port = str(free_port())
+    files, procs = [], []
+    try:
+        for rank in range(nproc):
+            env = dict(os.environ, OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE=str(nproc),
+                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(nproc),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+            files.append((out, err))
+            procs.append(subprocess.Popen([sys.executable, "-u", script, *map(str, args)],
+                                          cwd=ROOT, env=env, stdout=out, stderr=err, text=True,
+                                          start_new_session=True))
+        deadline, returncode = time.monotonic() + timeout, None
+        while returncode is None:
+            codes = [p.poll() for p in procs]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed:
+                returncode = failed[0]
+            elif all(c == 0 for c in codes):
+                returncode = 0
+            elif time.monotonic() > deadline:
+                break
+            else:
+                time.sleep(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)  # the rank and anything it started
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        texts = []
+        for out, err in files:
+            out.seek(0)
+            err.seek(0)
+            texts.append((out.read(), err.read()))
+            out.close()
+            err.close()
+    stdout, stderr = "".join(o for o, _ in texts), "".join(e for _, e in texts)
+    if returncode is None:
+        fail(f"{script} {' '.join(map(str, args))} on {nproc} ranks: no end after {timeout} s "
+             f"(a hang)\n{stderr}")
+    return returncode, stdout, stderr
 
 
 def free_port():

@@ -28,7 +28,7 @@ def steps_of(log):
 with tempfile.TemporaryDirectory() as tmp:
     full, first, second, state = (os.path.join(tmp, n) for n in ("full", "a", "b", "state.pt"))
     for args in ((full, 3), (first, 3, 1, 2, state), (second, 3, "--resume", state)):
-        rc, _, stderr = harness.torchrun(WORKER, "run", *args)
+        rc, _, stderr = harness.ranks(WORKER, "run", *args)
         if rc != 0:
             harness.fail(f"worker.py run {args} exit {rc}\n{stderr}")
     want = steps_of(full)

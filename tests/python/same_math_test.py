@@ -22,8 +22,8 @@ TOL = 1e-10
 
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "params.pt")
-    rc, stdout, stderr = harness.torchrun(os.path.join(harness.ROOT, "tests/python/worker.py"),
-                                          "math", out)
+    rc, stdout, stderr = harness.ranks(os.path.join(harness.ROOT, "tests/python/worker.py"),
+                                       "math", out)
     if rc != 0:
         harness.fail(f"worker.py math exit {rc}\n{stderr}")
     got = torch.load(out)

@@ -1,14 +1,15 @@
-"""One rank of the python suite's distributed tests (started by torchrun from the tests).
+"""One rank of the python suite's distributed tests (started by harness.ranks from the tests).
 
   worker.py math OUT.pt            fixed:100,28 on a small float64 MLP, SGD: the parameters
                                    after step 1 and after epoch 1 (rank 0 saves them)
   worker.py run  LOG EPOCHS [STOP_EPOCH STOP_STEP STATE] [--resume STATE]
                                    policy dbs; logs every step's indices per rank; stops
                                    after step STOP_STEP of epoch STOP_EPOCH saving state_dict
-  worker.py bad  CASE              a bad input: world-plan, disagree
-  worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn, planned by the daemon at
-                                   HOST:PORT (job py-bad); prints "CASE: Type: message" for
-                                   each exception and goes on with the next case
+  worker.py bad                    every case of BAD_EMBEDDED in turn (world-plan, disagree),
+                                   planned by the embedded policy; prints "CASE: Type: message"
+                                   for each exception and goes on with the next case
+  worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn the same way, planned by
+                                   the daemon at HOST:PORT (job py-bad)
 """
 
 import json
@@ -131,14 +132,15 @@ def bad(case, scheduler=""):
         raise SystemExit(f"worker.py: unknown case {case}")
 
 
+BAD_EMBEDDED = ["world-plan", "disagree"]
 BAD_DAEMON = ["world-plan", "disagree", "small-dataset", "fixed-length", "no-job", "bad-address",
               "job-disagree", "token-one-rank"]
 
 
-def bad_daemon(scheduler):
+def bad_each(cases, scheduler=""):
     """Each case must raise on every rank (a rank that did not would wait in the next case's
     collectives, and the test's timeout ends the run)."""
-    for case in BAD_DAEMON:
+    for case in cases:
         try:
             bad(case, scheduler)
             print(f"{case}: no exception", flush=True)
@@ -158,7 +160,9 @@ if __name__ == "__main__":
         stop = (int(pos[2]), int(pos[3]), pos[4]) if len(pos) > 2 else None
         run(pos[0], int(pos[1]), stop, resume)
     elif mode == "bad-daemon":
-        bad_daemon(rest[0])
+        bad_each(BAD_DAEMON, rest[0])
+    elif mode == "bad":
+        bad_each(BAD_EMBEDDED)
     else:
-        bad(rest[0])
+        raise SystemExit(f"worker.py: unknown mode {mode}")
     dbs.torch.destroy_process_group()
