@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lib/api/remote.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/terminal.h"
@@ -175,9 +176,11 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
     train::check_exchange(c);
+    api::check_auth_mode(o.scheduler_auth.mode, "--auth");  // munge in a build without it
     if (!sc.address.empty()) {
       net::parse_host_port(sc.address, "--scheduler");
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
+      api::check_tls_ca(sc.tls_ca, "--tls-ca");
     }
     check_policy(c);
     if (!fs::is_directory(c.data_dir)) throw ConfigError("--data " + c.data_dir + ": no such folder");

@@ -9,7 +9,8 @@ Run one process per rank with torchrun or srun (gloo backend, CPU):
 (--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
 --policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
 --scheduler HOST:PORT --job ID --token-file KEY: the plans come from dbs-scheduler serve, the
-embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md).
+embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md);
+--tls-ca CA.pem speaks TLS to it, --auth munge proves the user's uid instead of a job key.
 """
 
 import argparse
@@ -66,6 +67,17 @@ def options(argv=None):
                    help="seconds to wait for the daemon's plan at the end of an epoch")
     p.add_argument("--scheduler-connect-timeout", type=float, default=2.0,
                    help="seconds per connection attempt to the daemon")
+    p.add_argument("--tls-ca", default=os.environ.get("DBS_TLS_CA", ""),
+                   help="PEM CA certificate: speak TLS to --scheduler and verify its certificate "
+                        "against this CA and the HOST of --scheduler (empty = plain TCP; env "
+                        "DBS_TLS_CA)")
+    p.add_argument("--auth", default="auto", choices=["auto", "token", "munge"],
+                   help="how the ranks prove who they are to --scheduler: token (--token-file), "
+                        "munge (a munge credential of the user; the job is that uid's) or auto "
+                        "(the token file when given, else munge)")
+    p.add_argument("--munge-socket", default=os.environ.get("MUNGE_SOCKET", ""),
+                   help="munged's socket for --auth munge (empty = munge's default; env "
+                        "MUNGE_SOCKET)")
     p.add_argument("--disturb", action="append", default=[],
                    help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
     p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
@@ -212,7 +224,9 @@ def main(args):
                                       slowdown=slowdown, scheduler=args.scheduler,
                                       job=args.job, token_file=args.token_file,
                                       scheduler_timeout=args.scheduler_timeout,
-                                      scheduler_connect_timeout=args.scheduler_connect_timeout)
+                                      scheduler_connect_timeout=args.scheduler_connect_timeout,
+                                      tls_ca=args.tls_ca, auth=args.auth,
+                                      munge_socket=args.munge_socket)
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)
         steps = balancer.steps_per_epoch

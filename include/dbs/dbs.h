@@ -50,7 +50,8 @@ dbs_status dbs_settings_set_rebalance_every(dbs_settings* settings, int steps);
 typedef int (*dbs_allgather_fn)(void* user, const void* in, size_t bytes, void* out);
 
 /* Where the daemon is, for dbs_planner_create with a daemon; zero-initialise it and set what
- * applies. address NULL or "" = the embedded policy only. */
+ * applies. address NULL or "" = the embedded policy only. This struct is the API 1.0 form and
+ * keeps its layout: plain TCP, auth "auto". dbs_remote below (API 1.2) has every field. */
 typedef struct dbs_remote_options {
   const char* address;      /* HOST:PORT of dbs-scheduler serve */
   const char* token_file;   /* the job key file */
@@ -68,6 +69,46 @@ typedef struct dbs_planner dbs_planner;
 dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
                               dbs_allgather_fn allgather, void* user,
                               const dbs_remote_options* remote, dbs_planner** out);
+/* ---- the daemon, with TLS and authentication (API 1.2) ----
+ * An opaque handle set one field per call: a field added later is a new function, never a
+ * change to a layout a program was compiled with. Each setter checks its value at once and names
+ * the field in dbs_last_error(). Strings are copied. */
+typedef struct dbs_remote dbs_remote;
+/* No address (the embedded policy only), timeouts 10 s and 2 s, plain TCP, auth "auto". */
+dbs_status dbs_remote_create(dbs_remote** out);
+void dbs_remote_destroy(dbs_remote* remote);
+/* HOST:PORT of dbs-scheduler serve (NULL or "" = the embedded policy only); DBS_ERROR_CONFIG
+ * when it is not HOST:PORT. */
+dbs_status dbs_remote_set_address(dbs_remote* remote, const char* address);
+/* The job id at the daemon, the same on every rank. */
+dbs_status dbs_remote_set_job(dbs_remote* remote, const char* job);
+/* The job key file (dbs-scheduler job-key), read when the planner is made. */
+dbs_status dbs_remote_set_token_file(dbs_remote* remote, const char* token_file);
+/* Seconds to wait for the daemon's plan at an epoch end, and per connection attempt (TLS
+ * handshake included); both > 0, else DBS_ERROR_INPUT. */
+dbs_status dbs_remote_set_timeouts(dbs_remote* remote, double timeout_s, double connect_timeout_s);
+/* A PEM CA file: speak TLS to the daemon and verify its certificate against this CA and the
+ * HOST of the address. NULL or "" = plain TCP. DBS_ERROR_CONFIG ("tls_ca PATH: ...") when the
+ * file cannot be read or holds no PEM certificate. */
+dbs_status dbs_remote_set_tls_ca(dbs_remote* remote, const char* ca_file);
+/* How the ranks prove who they are: "token" (the token file), "munge" (a munge credential of
+ * the user running the rank; the job belongs to that uid) or "auto" (the token file when set,
+ * else munge when the library has it). DBS_ERROR_CONFIG ("auth ...") for another word, and for
+ * "munge" in a library built without munge (dbs_has_munge). */
+dbs_status dbs_remote_set_auth(dbs_remote* remote, const char* mode);
+/* munged's socket (NULL or "" = munge's default). */
+dbs_status dbs_remote_set_munge_socket(dbs_remote* remote, const char* socket);
+/* 1 when this library was built with munge, else 0. */
+int dbs_has_munge(void);
+/* Collective. dbs_planner_create with the daemon of `remote` (NULL or no address = the embedded
+ * policy only). Also DBS_ERROR_CONFIG for auth "token" without a token file, or a token file
+ * that cannot be read. A daemon that cannot be reached, or whose certificate the CA does not
+ * vouch for, is no error: the embedded policy plans those epochs (source "embedded-fallback")
+ * and the log says why on stderr. */
+dbs_status dbs_planner_create_remote(const dbs_settings* settings, int rank, int world,
+                                     dbs_allgather_fn allgather, void* user,
+                                     const dbs_remote* remote, dbs_planner** out);
+
 /* Says goodbye to the daemon (done = 1: all epochs trained) and frees the planner. */
 void dbs_planner_destroy(dbs_planner* planner, int done);
 

@@ -1,11 +1,10 @@
 // The C ABI (<dbs/dbs.h>) over the C++ API: every entry point runs its body in guard(), which
-// turns any exception into a dbs_status and the thread's last-error message.
+// turns any exception into a dbs_status and the thread's last-error message (lib/api/c_api.h).
+// The dbs_remote setters are in c_remote.cpp.
 #include <dbs/dbs.h>
 
 #include <algorithm>
-#include <exception>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 
@@ -13,6 +12,8 @@
 #include <dbs/meter.h>
 #include <dbs/planner.h>
 #include <dbs/steps.h>
+
+#include "lib/api/c_api.h"
 
 struct dbs_settings {
   dbs::Settings settings;
@@ -30,38 +31,9 @@ struct dbs_planner {
 
 namespace {
 
-thread_local std::string last_error;
-
-template <typename F>
-dbs_status guard(F&& body) {
-  try {
-    body();
-    last_error.clear();
-    return DBS_OK;
-  } catch (const dbs::InputError& e) {
-    last_error = e.what();
-    return DBS_ERROR_INPUT;
-  } catch (const dbs::ConfigError& e) {
-    last_error = e.what();
-    return DBS_ERROR_CONFIG;
-  } catch (const dbs::CommError& e) {
-    last_error = e.what();
-    return DBS_ERROR_COMM;
-  } catch (const std::bad_alloc&) {
-    last_error = "out of memory";
-    return DBS_ERROR_INTERNAL;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-    return DBS_ERROR_INTERNAL;
-  } catch (...) {
-    last_error = "unknown error";
-    return DBS_ERROR_INTERNAL;
-  }
-}
-
-void need(const void* p, const char* what) {
-  if (p == nullptr) throw dbs::InputError(std::string(what) + " is NULL");
-}
+using dbs::api::guard;
+using dbs::api::last_error;
+using dbs::api::need;
 
 dbs::Sampler& sampler_of(dbs_planner* p, std::int64_t samples, std::uint64_t seed) {
   const dbs::Plan& plan = p->planner->plan();
@@ -70,6 +42,23 @@ dbs::Sampler& sampler_of(dbs_planner* p, std::int64_t samples, std::uint64_t see
     p->sampler_seed = seed;
   }
   return *p->sampler;
+}
+
+// The body of dbs_planner_create and dbs_planner_create_remote.
+void create(const dbs_settings* settings, int rank, int world, dbs_allgather_fn allgather,
+            void* user, const dbs::api::Remote& remote, dbs_planner** out) {
+  need(settings, "settings");
+  need(out, "out");
+  *out = nullptr;
+  auto p = std::make_unique<dbs_planner>();
+  p->group.rank = rank;
+  p->group.size = world;
+  if (allgather != nullptr)
+    p->group.allgather = [allgather, user](const void* in, std::size_t bytes, void* o) {
+      if (allgather(user, in, bytes, o) != 0) throw dbs::CommError("the caller's allgather failed");
+    };
+  p->planner = dbs::make_planner(settings->settings, p->group, remote.options, remote.auth);
+  *out = p.release();
 }
 
 }  // namespace
@@ -150,27 +139,24 @@ dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
                               dbs_allgather_fn allgather, void* user,
                               const dbs_remote_options* remote, dbs_planner** out) {
   return guard([&] {
-    need(settings, "settings");
-    need(out, "out");
-    *out = nullptr;
-    auto p = std::make_unique<dbs_planner>();
-    p->group.rank = rank;
-    p->group.size = world;
-    if (allgather != nullptr)
-      p->group.allgather = [allgather, user](const void* in, std::size_t bytes, void* o) {
-        if (allgather(user, in, bytes, o) != 0)
-          throw dbs::CommError("the caller's allgather failed");
-      };
-    dbs::RemoteOptions ro;
+    dbs::api::Remote r;
     if (remote != nullptr) {
-      if (remote->address != nullptr) ro.address = remote->address;
-      if (remote->token_file != nullptr) ro.token_file = remote->token_file;
-      if (remote->job != nullptr) ro.job = remote->job;
-      if (remote->timeout_s > 0) ro.timeout_s = remote->timeout_s;
-      if (remote->connect_timeout_s > 0) ro.connect_timeout_s = remote->connect_timeout_s;
+      if (remote->address != nullptr) r.options.address = remote->address;
+      if (remote->token_file != nullptr) r.options.token_file = remote->token_file;
+      if (remote->job != nullptr) r.options.job = remote->job;
+      if (remote->timeout_s > 0) r.options.timeout_s = remote->timeout_s;
+      if (remote->connect_timeout_s > 0) r.options.connect_timeout_s = remote->connect_timeout_s;
     }
-    p->planner = dbs::make_planner(settings->settings, p->group, ro);
-    *out = p.release();
+    create(settings, rank, world, allgather, user, r, out);
+  });
+}
+
+dbs_status dbs_planner_create_remote(const dbs_settings* settings, int rank, int world,
+                                     dbs_allgather_fn allgather, void* user,
+                                     const dbs_remote* remote, dbs_planner** out) {
+  return guard([&] {
+    create(settings, rank, world, allgather, user,
+           remote != nullptr ? remote->remote : dbs::api::Remote{}, out);
   });
 }
 

@@ -1,7 +1,8 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
-// permutation of lib/data, the planner (embedded or the daemon's, make_planner) and dbs-agent's
-// --disturb spec; Python never re-derives any of them.
+// permutation of lib/data, the planner (embedded, or the daemon's over plain TCP or TLS with a
+// job key or munge: make_planner) and dbs-agent's --disturb spec; Python never re-derives any
+// of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError / CommError.
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/api/remote.h"
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
@@ -112,22 +114,63 @@ class JobPlanner {
   bool finished_ = false;
 };
 
+// Every rank checks its own remote arguments (lib/api/remote.h), then the ranks allgather
+// their verdicts, so that a bad argument on any rank raises on every rank before the planner's
+// own collectives begin: the rank at fault names the argument, the others name that rank too.
+void agree_on_arguments(const dbs::Group& group, const dbs::api::Remote& remote) {
+  struct Verdict {
+    char kind = 0;  // 0 fine, 'C' ConfigError, 'I' InputError
+    char message[255] = {};
+  };
+  Verdict mine;
+  std::string error;
+  try {
+    dbs::api::check_remote(remote);
+  } catch (const dbs::ConfigError& e) {
+    mine.kind = 'C';
+    error = e.what();
+  } catch (const dbs::InputError& e) {
+    mine.kind = 'I';
+    error = e.what();
+  }
+  std::strncpy(mine.message, error.c_str(), sizeof mine.message - 1);
+  std::vector<Verdict> all(static_cast<std::size_t>(group.size));
+  if (group.size == 1) {
+    all[0] = mine;
+  } else {
+    group.allgather(&mine, sizeof mine, all.data());
+  }
+  if (mine.kind == 'C') throw dbs::ConfigError(error);
+  if (mine.kind == 'I') throw dbs::InputError(error);
+  for (int r = 0; r < group.size; ++r) {
+    const Verdict& v = all[static_cast<std::size_t>(r)];
+    const std::string why = "rank " + std::to_string(r) + ": " + v.message;
+    if (v.kind == 'C') throw dbs::ConfigError(why);
+    if (v.kind == 'I') throw dbs::InputError(why);
+  }
+}
+
 JobPlanner make_planner(const Settings& settings, int rank, int world, py::function allgather,
                         const std::string& address, const std::string& job,
                         const std::string& token_file, double timeout_s,
-                        double connect_timeout_s) {
+                        double connect_timeout_s, const std::string& tls_ca,
+                        const std::string& auth, const std::string& munge_socket) {
   dbs::Group group;
   group.rank = rank;
   group.size = world;
   group.allgather = python_allgather(std::move(allgather), world);
-  dbs::RemoteOptions remote;
-  remote.address = address;
-  remote.job = job;
-  remote.token_file = token_file;
-  remote.timeout_s = timeout_s;
-  remote.connect_timeout_s = connect_timeout_s;
+  dbs::api::Remote remote;
+  remote.options.address = address;
+  remote.options.job = job;
+  remote.options.token_file = token_file;
+  remote.options.timeout_s = timeout_s;
+  remote.options.connect_timeout_s = connect_timeout_s;
+  remote.options.tls_ca = address.empty() ? "" : tls_ca;
+  remote.auth.mode = auth;
+  remote.auth.munge_socket = munge_socket;
   py::gil_scoped_release release;
-  return JobPlanner(dbs::make_planner(settings, group, remote));
+  agree_on_arguments(group, remote);
+  return JobPlanner(dbs::make_planner(settings, group, remote.options, remote.auth));
 }
 
 }  // namespace
@@ -264,10 +307,17 @@ PYBIND11_MODULE(_dbs, m) {
   m.def("make_planner", &make_planner, py::arg("settings"), py::arg("rank"), py::arg("world"),
         py::arg("allgather"), py::arg("address") = "", py::arg("job") = "",
         py::arg("token_file") = "", py::arg("timeout_s") = 10.0,
-        py::arg("connect_timeout_s") = 2.0,
+        py::arg("connect_timeout_s") = 2.0, py::arg("tls_ca") = "", py::arg("auth") = "auto",
+        py::arg("munge_socket") = "",
         "The job's planner on this rank, a collective (dbs::make_planner): allgather(bytes) -> "
         "bytes, every rank's equal-sized bytes in rank order. address 'HOST:PORT' of "
         "dbs-scheduler serve ('' = the embedded policy only), job the job id there, "
-        "token_file the job key. ConfigError when the ranks' settings differ, for a bad "
-        "policy, address or token file.");
+        "token_file the job key, tls_ca a PEM CA file (TLS to the daemon, its certificate "
+        "verified; '' = plain TCP; read only with an address), auth 'auto' (token_file when "
+        "given, else munge when built), 'token' or 'munge' (a munge credential of the user), "
+        "munge_socket munged's socket ('' = munge's default). ConfigError on every rank when "
+        "the ranks' settings differ, or any rank has a bad policy, address, token file, tls_ca "
+        "or auth (the rank at fault names the argument).");
+  m.def("munge_built", &dbs::api::munge_built,
+        "Whether this dbs was built with munge (auth='munge' needs it).");
 }

@@ -13,8 +13,10 @@ trap '[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null; [ -n "$MUNGED_P
 for c in setpriv munged munge; do
   command -v "$c" >/dev/null || { echo "skipped: $c missing (apt-get install munge util-linux)"; exit 77; }
 done
-# The daemon checks --auth before it binds: a bad address shows whether munge is built.
-if "$SCHED" serve --auth munge --listen 127.0.0.1:no-port 2>&1 | grep -q "munge is not built"; then
+# The daemon checks --auth before it binds: a bad address shows whether munge is built. (The
+# output is captured first: under pipefail the daemon's exit 2 would fail a pipe into grep.)
+out=$("$SCHED" serve --auth munge --listen 127.0.0.1:no-port 2>&1 || true)
+if grep -q "munge is not built" <<<"$out"; then
   echo "skipped: dbs built without libmunge (-Dmunge)"; exit 77
 fi
 

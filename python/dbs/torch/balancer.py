@@ -6,12 +6,14 @@ this rank's samples under the plan in force; its DDP communication hook weights 
 batches into the global-batch mean and times each step. At the end of an epoch (and every
 `rebalance_every` steps) the ranks allgather their reports and each runs the policy on the same
 reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoch plan comes
-from dbs-scheduler serve instead, and the embedded policy plans whenever the daemon's plan is
-not usable (unreachable, late, refusing, a plan of another job); in-epoch re-plans stay
+from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who they are with
+the job's key or munge), and the embedded policy plans whenever the daemon's plan is not usable
+(unreachable, untrusted, late, refusing, a plan of another job); in-epoch re-plans stay
 embedded.
 """
 
 import json
+import os
 import time
 
 import torch
@@ -46,12 +48,18 @@ class Balancer:
     token_file:      the job's key (`dbs-scheduler job-key`), a file only its owner may read
     scheduler_timeout: seconds to wait for the daemon's plan at the end of an epoch
     scheduler_connect_timeout: seconds per connection attempt to the daemon
+    tls_ca:          a PEM CA file: speak TLS to the daemon and verify its certificate against
+                     it and the HOST of scheduler (None = $DBS_TLS_CA, else plain TCP)
+    auth:            how the ranks prove who they are to the daemon: "auto" (token_file when
+                     given, else munge when dbs has it), "token" or "munge" (a munge
+                     credential of the user running the rank; the job belongs to that uid)
+    munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
-                 scheduler_connect_timeout=2.0):
+                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
         if not dist.is_initialized():
             raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
                                "(call dbs.torch.init_process_group() first)")
@@ -88,8 +96,12 @@ class Balancer:
             raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
-        self._planner = self._make_planner(str(token_file or ""), float(scheduler_timeout),
-                                           float(scheduler_connect_timeout))
+        self._planner = self._make_planner(
+            token_file=str(token_file or ""), timeout_s=float(scheduler_timeout),
+            connect_timeout_s=float(scheduler_connect_timeout),
+            tls_ca=str(os.environ.get("DBS_TLS_CA", "") if tls_ca is None else tls_ca),
+            auth=str(auth), munge_socket=str(os.environ.get("MUNGE_SOCKET", "")
+                                             if munge_socket is None else munge_socket))
         self._closed = False
         self.slowdown = slowdown
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
@@ -135,15 +147,14 @@ class Balancer:
         dist.all_gather(every, mine, group=self.group)
         return b"".join(t.numpy().tobytes() for t in every)
 
-    def _make_planner(self, token_file, timeout_s, connect_timeout_s):
-        """make_planner on every rank; when it fails on any rank (a token file missing on one
-        node), every rank raises, naming the rank and its error, so none trains alone."""
+    def _make_planner(self, **remote):
+        """make_planner on every rank; when it fails on any rank (a token file or CA file
+        missing on one node), every rank raises, naming the rank and its error, so none trains
+        alone. remote: make_planner's token_file, timeouts, tls_ca, auth and munge_socket."""
         planner, error = None, None
         try:
             planner = _dbs.make_planner(self.settings, self.rank, self.world, self._allgather,
-                                        address=self.scheduler, job=self.job,
-                                        token_file=token_file, timeout_s=timeout_s,
-                                        connect_timeout_s=connect_timeout_s)
+                                        address=self.scheduler, job=self.job, **remote)
         except _dbs.Error as e:
             error = e
         every = [None] * self.world
