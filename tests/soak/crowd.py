@@ -58,6 +58,7 @@ class Crowd:
         self.refusals = {}       # hostile register kind -> {answer code: count}
         self.tls_hostile = {}    # hostile TLS kind -> {"told" | "closed" | "open": count}
         self.unexpected = []     # answers to hostile clients that break the rules (up to 20)
+        self.load_refused = []   # answers to load registers that were not a plan (up to 5)
         self.munge_used = {}     # (job, rank) -> the auth a munge load rank registered with
         self.munge_ready = asyncio.Event()
         self.open_now = 0
@@ -114,7 +115,8 @@ class Crowd:
                 msg = json.loads(await r.readline())
                 if msg.get("type") != "plan":
                     self.counts["load_errors"] += 1
-                    self.note("load %s/%d registered: %s" % (job, rank, json.dumps(msg)[:300]))
+                    if len(self.load_refused) < 5:
+                        self.load_refused.append("%s/%d: %s" % (job, rank, json.dumps(msg)[:300]))
                     return
                 if munge:
                     self.munge_used[(job, rank)] = reg["auth"]

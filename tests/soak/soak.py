@@ -266,6 +266,7 @@ def run_variant(a, build, variant, use_munge):
             summary["hostile_munge_answers"] = s.refusals
         if use_tls:
             summary["hostile_tls_outcomes"] = s.tls_hostile
+        summary["load_refused"] = s.load_refused
         summary["broken_rules"] = s.unexpected
         ok = (good_ok and alive and summary["daemon_rss_mib_peak"] is not None and
               summary["daemon_rss_mib_peak"] < a.rss_bound_mib and status_failed == 0
