@@ -13,7 +13,8 @@ usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
   --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
   --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
   --soak      tests/soak/soak.py: the daemon under 5,000 hostile and busy connections while a
-              2-rank job trains 20 epochs (about 2-4 minutes), counted as one test
+              2-rank job trains 20 epochs, three times: plain TCP with tokens, with tokens and
+              munge credentials, and TLS (about 2-4 minutes), counted as one test
   --help      this text
 Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE);
 meson test -C build --suite quickstart runs the README's quick start as written (about 7 min).

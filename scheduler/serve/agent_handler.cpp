@@ -58,8 +58,9 @@ Caller AgentHandler::authenticate(const proto::RegisterMsg& r) const {
 Caller AgentHandler::authenticate_munge(const proto::RegisterMsg& r) const {
   auth::MungeIdentity id;
   try {
-    id = auth::munge_decode(auth_.munge_socket,
-                            r.auth.substr(std::string_view(proto::kMungeScheme).size()));
+    const std::string credential = r.auth.substr(std::string_view(proto::kMungeScheme).size());
+    id = auth_.munge_decode ? auth_.munge_decode(credential)
+                            : auth::munge_decode(auth_.munge_socket, credential);
   } catch (const auth::MungeError& e) {
     if (e.kind() == auth::MungeError::Kind::service) log::error(e.what());
     throw ProtocolError(ErrorCode::auth, std::string(e.what()) + " (job '" + r.job + "', rank " +

@@ -5,9 +5,11 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
+#include "lib/auth/credential.h"
 #include "lib/net/session.h"
 #include "scheduler/serve/caller.h"
 #include "scheduler/serve/jobs.h"
@@ -22,6 +24,9 @@ struct AuthSettings {
   bool token_mode = true;    // the token and job keys open jobs (with a token)
   bool munge = false;        // munge credentials open the jobs of their uid
   std::string munge_socket;  // munged's socket ("" = munge's default)
+  // Decodes the credential after "munge:" (throws auth::MungeError); empty = auth::munge_decode
+  // at munge_socket. Tests and the session fuzzer put a stand-in for munged here.
+  std::function<auth::MungeIdentity(const std::string& credential)> munge_decode;
   // Whether the daemon authenticates registers at all (else it listens on loopback only).
   bool any() const { return munge || (token_mode && !token.empty()); }
 };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzing of the daemon (issue 10): builds build-fuzz with clang++ and -Dfuzz=true under
+# Fuzzing of the daemon: builds build-fuzz with clang++ and -Dfuzz=true under
 # ASan + UBSan, runs every libFuzzer target of tests/fuzz at once for DBS_FUZZ_SECONDS seconds
 # (default 300) over a scratch copy of its corpus in tests/fuzz/corpus/<target>, prints per
 # target the executions, executions per second and coverage (edges, features), then the total.

@@ -6,12 +6,22 @@
 // Input: records separated by '\n'. A record's first byte b picks connection b % 4 and an
 // action (b / 4) % 4: 0 = the rest of the record is a line from that connection (a new
 // connection if it has none), 1 = that connection closes, 2 = 2 us pass, 3 = the good job runs
-// one epoch. The report timeout is 1 us, so any poll may also plan at the timeout. Invariants, checked after every record (abort on failure): the good job's plan is
-// one an agent accepts; when both good ranks still hold their slots, an epoch of reports
-// moves the job on by one epoch; the views render.
+// one epoch. The report timeout is 1 us, so any poll may also plan at the timeout.
+//
+// The daemon takes the token, job keys and munge credentials (serve --auth token,munge); munged
+// is the stand-in of fake_munge.h, so a line may present any uid's credential, valid, expired,
+// invalid, replayed or for another job or rank. The good job belongs to uid 1001: its ranks
+// registered with fake credentials of that uid.
+//
+// Invariants, checked after every record (abort on failure): the good job's plan is one an
+// agent accepts; when both good ranks still hold their slots, an epoch of reports moves the job
+// on by one epoch; the good job still belongs to uid 1001; a connection that takes a rank of it
+// presented the token or a key (no credential was decoded), or a valid credential of uid 1001 or
+// root bound to that rank of that job; the views render.
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -21,13 +31,13 @@
 #include <vector>
 
 #include "lib/common/log.h"
-#include "lib/net/job_key.h"
 #include "lib/net/session_manager.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"
 #include "scheduler/serve/agent_handler.h"
 #include "scheduler/serve/jobs.h"
 #include "scheduler/serve/views.h"
+#include "tests/fuzz/fake_munge.h"
 
 namespace {
 
@@ -35,16 +45,26 @@ using namespace dbs;
 namespace asio = net::asio;
 
 constexpr const char* kToken = "fuzz-daemon-token-0123456789";
+constexpr std::uint32_t kOwner = 1001;  // the good job's uid
 
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+scheduler::AuthSettings auth_with(fuzz::FakeMunge& munge) {
+  scheduler::AuthSettings a;
+  a.token = kToken;
+  a.munge = true;
+  a.munge_decode = [&munge](const std::string& credential) { return munge.decode(credential); };
+  return a;
 }
 
 struct World {
   asio::io_context io{1};
   scheduler::Journal journal{"", io, [](const std::string&) {}};
   scheduler::JobTable jobs{io, journal, {1e-6, 8, 3600, 64}};
-  scheduler::AgentHandler handler{jobs, kToken, 120};
+  fuzz::FakeMunge munge;
+  scheduler::AgentHandler handler{jobs, auth_with(munge), 120};
   net::SessionManager manager{io, net::SessionLimits{}, 3600};
   std::uint64_t next_id = 1;
   std::shared_ptr<net::LineSession> conn[4], good[2];
@@ -59,17 +79,14 @@ struct World {
     net::error_code ec;
     socket.assign(net::tcp::v4(), sv[0], ec);
     check(!ec);
-    return std::make_shared<net::LineSession>(std::move(socket), handler, manager,
+    return std::make_shared<net::LineSession>(std::move(socket), nullptr, handler, manager,
                                               manager.limits(), next_id++);
   }
   void poll() {
     io.restart();
     io.poll();
   }
-  void line(const std::shared_ptr<net::LineSession>& s, const std::string& text) {
-    if (s->open()) handler.on_line(*s, text);
-    poll();
-  }
+  void line(const std::shared_ptr<net::LineSession>& s, const std::string& text);
   ~World() {
     for (auto& s : conn)
       if (s) s->close();
@@ -87,16 +104,44 @@ const scheduler::LiveJob* good_job(const World& w) {
   return it == w.jobs.jobs().end() ? nullptr : it->second.get();
 }
 
+// The good job's ranks that session s holds.
+std::vector<int> ranks_held(const World& w, const net::LineSession* s) {
+  std::vector<int> ranks;
+  if (const scheduler::LiveJob* live = good_job(w))
+    for (std::size_t r = 0; r < live->sessions.size(); ++r)
+      if (live->sessions[r] == s) ranks.push_back(static_cast<int>(r));
+  return ranks;
+}
+
+void World::line(const std::shared_ptr<net::LineSession>& s, const std::string& text) {
+  if (!s->open()) return;
+  const std::vector<int> before = ranks_held(*this, s.get());
+  munge.reset();
+  handler.on_line(*s, text);
+  poll();
+  // A rank of the good job newly taken by s: only its owner, root or the admin may take it.
+  for (const int r : ranks_held(*this, s.get())) {
+    if (std::find(before.begin(), before.end(), r) != before.end()) continue;
+    if (!munge.called()) continue;  // the token or a job key (the admin)
+    const auto& id = munge.last();
+    check(id.has_value() && (id->uid == kOwner || id->uid == 0) &&
+          id->payload == proto::munge_payload("good", r));
+  }
+}
+
 void start_good(World& w) {
   policy::Settings c;
   c.global_batch = 64;
   c.samples_per_epoch = 640;
-  const std::string key = net::job_key(kToken, "good");
   for (int r = 0; r < 2; ++r) {
     w.good[r] = w.open();
-    w.line(w.good[r], proto::encode(proto::RegisterMsg{"good", key, r, 2, "g", c, "", ""}));
+    const std::string auth =
+        proto::kMungeScheme + fuzz::fake_credential(kOwner, 'v', proto::munge_payload("good", r));
+    w.line(w.good[r], proto::encode(proto::RegisterMsg{"good", "", r, 2, "g", c, "", auth}));
   }
-  check(good_job(w) != nullptr);
+  const scheduler::LiveJob* live = good_job(w);
+  check(live != nullptr && live->owner == kOwner && live->sessions[0] == w.good[0].get() &&
+        live->sessions[1] == w.good[1].get());
 }
 
 void good_epoch(World& w) {
@@ -121,6 +166,7 @@ void good_epoch(World& w) {
 
 void check_views(const World& w) {
   if (const scheduler::LiveJob* live = good_job(w)) {
+    check(live->owner == kOwner);
     const auto& j = *live->job;
     check(proto::plan_refusal(j.current(), j.current().epoch, j.world(), j.config()).empty());
   }

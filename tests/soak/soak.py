@@ -1,30 +1,38 @@
 #!/usr/bin/env python3
-"""Soak of dbs-scheduler serve (issue 10), loopback only, bounded in time.
+"""Soak of dbs-scheduler serve, loopback only, bounded in time.
 
 While a real 2-rank dbs-agent job trains for --epochs epochs through the daemon, this process
-holds against the same daemon, all at once:
-  * --load-jobs jobs of --load-world ranks each, every rank reporting an epoch every ~second
-    and timing report -> plan;
-  * --idle connections that connect and never send (dropped at --hello-timeout; they come back);
-  * --deaf clients that register and then send heartbeats without ever reading an answer;
-  * --garbage clients that send random bytes, broken JSON, wrong versions and over-long lines,
-    and reconnect;
-  * one job of --big-world ranks (rank 0 registered and reporting);
-  * GET /status every 100 ms and GET /metrics every second.
-It samples the daemon's resident memory every 100 ms. It passes when the good job finishes
-with every plan from the daemon (no epoch on the embedded policy), the daemon is alive and
-answered every /status, and its peak RSS stays under --rss-bound-mib. Ten seconds into the
-good job it also takes a `dbs-scheduler backup` of the busy state directory, which must succeed
-and restore (`dbs-scheduler restore`) into a fresh directory. Prints one JSON summary.
+holds against the same daemon, all at once, the crowd of tests/soak/crowd.py: --load-jobs jobs
+of --load-world ranks reporting every ~second, --idle connections that never send, --deaf
+clients that never read, --garbage clients, one job of --big-world ranks, and the hostile
+clients of the variant; GET /status every 100 ms and GET /metrics every second (with the daemon
+token, so that the whole page is rendered). It samples the daemon's resident memory every
+100 ms. Ten seconds into the good job it takes a `dbs-scheduler backup` of the busy state
+directory, which must succeed and restore into a fresh directory.
+
+The variants (--variants, default all three, one after the other, each with a daemon of its
+own):
+  plain  plain TCP, the daemon token and job keys (serve --auth token);
+  munge  plain TCP, serve --auth token,munge with a private munged: the good job registers with
+         munge credentials (of root), every other load job with credentials of uid 1001, and
+         --hostile-munge clients present uid 1002's, replayed, expired, garbage and misbound
+         credentials, each of which must be refused with code auth;
+  tls    both ports TLS (a throwaway CA, serve --tls-cert/--tls-key), /status and /metrics over
+         https, the good job with --tls-ca, the crowd over TLS (munge as in the munge variant
+         when munge is available: the daemon takes tokens and credentials over TLS at once),
+         and --hostile-tls clients: plain text to the TLS port, half a handshake, a handshake
+         then silence, random bytes, each of which must be closed.
+A variant passes when the good job finishes with every plan from the daemon (no epoch on the
+embedded policy), the daemon is alive and answered every /status, its peak RSS stays under
+--rss-bound-mib, the load got plans, the backup restored and every hostile client was refused
+or closed as it must be. A variant that cannot run here (munged missing, not root, munge not
+built, openssl missing) is skipped with the reason printed. Prints one JSON summary.
 """
 import argparse
 import asyncio
-import hashlib
-import hmac
 import json
 import multiprocessing
 import os
-import random
 import resource
 import signal
 import subprocess
@@ -32,17 +40,11 @@ import sys
 import tempfile
 import time
 
-V = 2
+import munge
+import tls as tls_files
+from crowd import Crowd
 
-
-def line(obj):
-    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-
-
-def settings(world, batch_per_rank=32, samples_per_rank=640):
-    return {"policy": "dbs", "global_batch": batch_per_rank * world,
-            "samples_per_epoch": samples_per_rank * world, "min_batch": 1, "max_batch": 0,
-            "min_gain": 0.02, "rebalance_every": 0}
+VARIANTS = ("plain", "munge", "tls")
 
 
 def percentile(xs, p):
@@ -52,172 +54,27 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
 
 
-class Soak:
-    def __init__(self, args, token, port, http):
-        self.a, self.token, self.port, self.http = args, token, port, http
-        self.stop = asyncio.Event()
-        self.latencies = []          # seconds, report -> plan, load agents
-        self.counts = {"load_plans": 0, "load_errors": 0, "idle_dropped": 0, "deaf_closed": 0,
-                       "garbage_answers": 0, "garbage_connections": 0, "big_plans": 0,
-                       "connect_failed": 0}
-        self.open_now = 0
-        self.open_peak = 0
-
-    def key(self, job):
-        return hmac.new(self.token.encode(), job.encode(), hashlib.sha256).hexdigest()
-
-    async def connect(self):
-        r, w = await asyncio.open_connection("127.0.0.1", self.port)
-        self.open_now += 1
-        self.open_peak = max(self.open_peak, self.open_now)
-        return r, w
-
-    async def reconnect(self):
-        """connect(), retried every second while it fails; None once the soak is stopping."""
-        while not self.stop.is_set():
-            try:
-                return await self.connect()
-            except OSError:
-                self.counts["connect_failed"] += 1
-                await asyncio.sleep(1)
-        return None
-
-    def closed(self, w):
-        self.open_now -= 1
-        w.close()
-
-    async def load_rank(self, job, rank, world):
-        while conn := await self.reconnect():
-            r, w = conn
-            try:
-                w.write(line({"v": V, "type": "register", "job": job, "token": self.key(job),
-                              "rank": rank, "world": world, "host": "soak",
-                              "config": settings(world)}))
-                msg = json.loads(await r.readline())
-                if msg.get("type") != "plan":
-                    self.counts["load_errors"] += 1
-                    return
-                epoch, batch = msg["epoch"], msg["batch"]
-                speed = 1000.0 * (1 + rank % 4)
-                while not self.stop.is_set():
-                    # the ranks of a job sleep alike, so latency is not a wait for a late peer
-                    await asyncio.sleep(0.8 + 0.4 * random.Random("%s/%d" % (job, epoch)).random())
-                    steps = 20
-                    w.write(line({"v": V, "type": "report", "job": job, "rank": rank,
-                                  "epoch": epoch, "batch": batch, "samples": steps * batch,
-                                  "steps": steps, "compute_s": steps * batch / speed,
-                                  "comm_s": 0.01, "step_rate_median": speed}))
-                    sent = time.monotonic()
-                    while True:
-                        raw = await r.readline()
-                        if not raw:
-                            raise ConnectionError("closed")
-                        msg = json.loads(raw)
-                        if msg.get("type") == "plan" and msg["epoch"] == epoch + 1:
-                            break
-                        if msg.get("type") == "error":
-                            raise ConnectionError(msg.get("message"))
-                    self.latencies.append(time.monotonic() - sent)
-                    self.counts["load_plans"] += 1
-                    epoch, batch = msg["epoch"], msg["batch"]
-            except (OSError, ConnectionError, ValueError):
-                self.counts["load_errors"] += 1
-            finally:
-                self.closed(w)
-
-    async def idle(self):
-        while conn := await self.reconnect():
-            r, w = conn
-            try:
-                await asyncio.wait_for(r.read(), timeout=self.a.duration + 60)
-                self.counts["idle_dropped"] += 1
-            except (OSError, asyncio.TimeoutError):
-                pass
-            finally:
-                self.closed(w)
-
-    async def deaf(self, n):
-        job = "deaf-%d" % n
-        while conn := await self.reconnect():
-            r, w = conn
-            try:
-                w.write(line({"v": V, "type": "register", "job": job, "token": self.key(job),
-                              "rank": 0, "world": 1, "host": "soak", "config": settings(1)}))
-                beat = line({"v": V, "type": "heartbeat"}) * 256
-                while not self.stop.is_set():
-                    w.write(beat)  # never read: the daemon's answers pile up on its side
-                    await asyncio.wait_for(w.drain(), timeout=5)
-                    await asyncio.sleep(0.1)
-            except (OSError, asyncio.TimeoutError, ConnectionError):
-                self.counts["deaf_closed"] += 1
-            finally:
-                self.closed(w)
-                await asyncio.sleep(0.5)
-
-    async def garbage(self, n):
-        rng = random.Random(n)
-        kinds = [lambda: bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300))) + b"\n",
-                 lambda: b'{"v":2,"type":"register","job":' + b"[" * 5000 + b"\n",
-                 lambda: line({"v": 99, "type": "register"}),
-                 lambda: line({"v": V, "type": "report", "job": "x", "rank": -1}),
-                 lambda: b"x" * (70 * 1024),
-                 lambda: line({"v": V, "type": "register", "job": "load-0", "token": "wrong",
-                               "rank": 0, "world": 4, "host": "evil"})]
-        while conn := await self.reconnect():
-            r, w = conn
-            self.counts["garbage_connections"] += 1
-            try:
-                w.write(rng.choice(kinds)())
-                await asyncio.wait_for(w.drain(), timeout=5)
-                got = await asyncio.wait_for(r.read(4096), timeout=15)
-                if got:
-                    self.counts["garbage_answers"] += 1
-            except (OSError, asyncio.TimeoutError, ConnectionError):
-                pass
-            finally:
-                self.closed(w)
-            await asyncio.sleep(rng.random())
-
-    async def big_job(self):
-        job, world = "big", self.a.big_world
-        r, w = await self.connect()
-        try:
-            w.write(line({"v": V, "type": "register", "job": job, "token": self.key(job),
-                          "rank": 0, "world": world, "host": "soak",
-                          "config": settings(world, 1, 4)}))
-            msg = json.loads(await r.readline())
-            epoch, batch = msg["epoch"], msg["batch"]
-            while not self.stop.is_set():
-                await asyncio.sleep(1)
-                w.write(line({"v": V, "type": "report", "job": job, "rank": 0, "epoch": epoch,
-                              "batch": batch, "samples": 4, "steps": 4, "compute_s": 0.01,
-                              "comm_s": 0.001, "step_rate_median": 400}))
-                while True:  # the plan comes at --report-timeout: the other ranks never report
-                    msg = json.loads(await r.readline())
-                    if msg.get("type") == "plan":
-                        break
-                self.counts["big_plans"] += 1
-                epoch, batch = msg["epoch"], msg["batch"]
-        except (OSError, ValueError, KeyError):
-            pass
-        finally:
-            self.closed(w)
+def get(url, token, ca, timeout=10):
+    """GET url with the daemon token as bearer, over https verified against ca when given."""
+    import ssl
+    import urllib.request
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+    ctx = ssl.create_default_context(cafile=ca) if ca else None
+    with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+        return r.read()
 
 
-def poll_status(http, stop, out):
+def poll_status(base, token, ca, stop, out):
     """GET /status every 100 ms and /metrics every second, in a process of its own so that the
     crowd's event loop does not delay it; appends (ok, ms) pairs to the list `out`."""
-    import urllib.request
     tick = 0
     while not stop.is_set():
         t0 = time.monotonic()
         try:
-            with urllib.request.urlopen("http://%s/status" % http, timeout=10) as r:
-                json.loads(r.read())
+            json.loads(get(base + "/status", token, ca))
             out.append((1, 1e3 * (time.monotonic() - t0)))
             if tick % 10 == 0:
-                with urllib.request.urlopen("http://%s/metrics" % http, timeout=10) as r:
-                    r.read()
+                get(base + "/metrics", token, ca)
         except Exception:  # noqa: BLE001 - any failure of the page counts as one
             out.append((0, 1e3 * (time.monotonic() - t0)))
         tick += 1
@@ -256,15 +113,19 @@ async def backup_under_load(sched, tmp, result):
     result.update(restore_exit=p.returncode, restore_output=out.decode(errors="replace").strip())
 
 
-async def main_async(a, daemon, token, port, http, agent_cmd, env, tmp, sched, backup):
-    s = Soak(a, token, port, http)
-    tasks = [asyncio.create_task(s.big_job())]
+async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
+    c = crowd
+    tasks = [asyncio.create_task(c.big_job())]
     for j in range(a.load_jobs):
         for r in range(a.load_world):
-            tasks.append(asyncio.create_task(s.load_rank("load-%d" % j, r, a.load_world)))
-    tasks += [asyncio.create_task(s.idle()) for _ in range(a.idle)]
-    tasks += [asyncio.create_task(s.deaf(n)) for n in range(a.deaf)]
-    tasks += [asyncio.create_task(s.garbage(n)) for n in range(a.garbage)]
+            tasks.append(asyncio.create_task(c.load_rank(j, r, a.load_world)))
+    tasks += [asyncio.create_task(c.idle()) for _ in range(a.idle)]
+    tasks += [asyncio.create_task(c.deaf(n)) for n in range(a.deaf)]
+    tasks += [asyncio.create_task(c.garbage(n)) for n in range(a.garbage)]
+    if c.creds is not None:
+        tasks += [asyncio.create_task(c.hostile_munge(n)) for n in range(a.hostile_munge)]
+    if c.tls is not None:
+        tasks += [asyncio.create_task(c.hostile_tls(n)) for n in range(a.hostile_tls)]
     await asyncio.sleep(3)  # let the crowd connect before the good job starts
     out = open(os.path.join(tmp, "agents.out"), "wb")
     job = await asyncio.create_subprocess_exec(*agent_cmd, env=env, stdout=out, stderr=out)
@@ -282,72 +143,81 @@ async def main_async(a, daemon, token, port, http, agent_cmd, env, tmp, sched, b
     if job_timed_out:
         job.kill()
         await job.wait()
-    s.stop.set()
+    c.stop.set()
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return s, rss, job.returncode, job_timed_out
+    return rss, job.returncode, job_timed_out
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", default=os.environ.get("DBS_BUILD", "build"))
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--duration", type=float, default=240, help="give the good job this long")
-    p.add_argument("--load-jobs", type=int, default=500)
-    p.add_argument("--load-world", type=int, default=4)
-    p.add_argument("--idle", type=int, default=2600)
-    p.add_argument("--deaf", type=int, default=200)
-    p.add_argument("--garbage", type=int, default=200)
-    p.add_argument("--big-world", type=int, default=65536)
-    p.add_argument("--report-timeout", type=float, default=5)
-    p.add_argument("--rss-bound-mib", type=float, default=512)
-    a = p.parse_args()
-    build = os.path.abspath(a.build)
-    sched, agent = build + "/scheduler/dbs-scheduler", build + "/agents/dbs-agent"
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    connections = a.load_jobs * a.load_world + a.idle + a.deaf + a.garbage + 1 + 2
-    if hard < connections + 200:
-        sys.exit("soak: %d connections need more than the open-file limit %d" % (connections, hard))
-    tmp = tempfile.mkdtemp(prefix="dbs-soak.")
+def start_daemon(sched, tmp, a, connections, extra):
     token_file = tmp + "/token"
     with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
         f.write(os.urandom(32).hex())
-    token = open(token_file).read().strip()
     log = open(tmp + "/daemon.log", "wb")
     daemon = subprocess.Popen(
-        [sched, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--http-trust-loopback", "--token-file",
+        [sched, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--token-file",
          token_file, "--state-dir", tmp + "/state", "--ready-file", tmp + "/ready.json",
          "--report-timeout", str(a.report_timeout), "--max-connections", str(connections + 100),
-         "--log-level", "warning"], stdout=log, stderr=log)
+         "--log-level", "warning", *extra], stdout=log, stderr=log)
+    for _ in range(400):
+        if os.path.exists(tmp + "/ready.json") and os.path.getsize(tmp + "/ready.json"):
+            break
+        if daemon.poll() is not None:
+            sys.exit("soak: the daemon exited at start: " + open(tmp + "/daemon.log").read())
+        time.sleep(0.05)
+    return daemon, token_file, open(token_file).read().strip(), json.load(open(tmp + "/ready.json"))
+
+
+def run_variant(a, build, variant, use_munge):
+    """One soak against a daemon of its own; returns its summary (with "ok")."""
+    sched, agent = build + "/scheduler/dbs-scheduler", build + "/agents/dbs-agent"
+    use_tls = variant == "tls"
+    connections = (a.load_jobs * a.load_world + a.idle + a.deaf + a.garbage + 1 + 2 +
+                   (a.hostile_munge if use_munge else 0) + (a.hostile_tls if use_tls else 0))
+    tmp = tempfile.mkdtemp(prefix="dbs-soak.")
+    munged = creds = daemon = None
     try:
-        for _ in range(400):
-            if os.path.exists(tmp + "/ready.json") and os.path.getsize(tmp + "/ready.json"):
-                break
-            if daemon.poll() is not None:
-                sys.exit("soak: the daemon exited at start: " + open(tmp + "/daemon.log").read())
-            time.sleep(0.05)
-        ready = json.load(open(tmp + "/ready.json"))
+        extra, ca = [], None
+        if use_munge:
+            munged = munge.Munged(tmp)
+            creds = munge.Credentials(munged.socket, [munge.OWNER, munge.OTHER])
+            extra += ["--auth", "token,munge", "--munge-socket", munged.socket]
+        if use_tls:
+            ca, cert, key = tls_files.make_certs(tmp + "/tls")
+            extra += ["--tls-cert", cert, "--tls-key", key]
+        daemon, token_file, token, ready = start_daemon(sched, tmp, a, connections, extra)
         port = int(ready["listen"].rsplit(":", 1)[1])
-        key = subprocess.check_output([sched, "job-key", "--token-file", token_file, "good"])
-        assert key.decode().strip() == hmac.new(token.encode(), b"good", hashlib.sha256).hexdigest()
-        with open(os.open(tmp + "/good.key", os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
-            f.write(key)
-        env = dict(os.environ, DBS_SCHEDULER=ready["listen"], DBS_TOKEN_FILE=tmp + "/good.key")
+        base = ("https://" if use_tls else "http://") + ready["http"]
+        env = dict(os.environ, DBS_SCHEDULER=ready["listen"])
+        env.pop("DBS_TOKEN_FILE", None)
+        good = ["--job", "good"]
+        if variant == "munge":  # as root: the good job belongs to uid 0
+            good += ["--auth", "munge", "--munge-socket", munged.socket]
+        else:
+            key_file = tmp + "/good.key"
+            with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+                f.write(subprocess.check_output([sched, "job-key", "--token-file", token_file,
+                                                 "good"]))
+            env["DBS_TOKEN_FILE"] = key_file
+        if use_tls:
+            good += ["--tls-ca", ca]
         agent_cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                     "-x", "DBS_SCHEDULER", "-x", "DBS_TOKEN_FILE", "-np", "2", agent,
-                     "--model", "lenet", "--epochs", str(a.epochs), "--train-limit", "2000",
-                     "--test-limit", "200", "--threads", "1", "--no-progress", "--job", "good",
-                     "--scheduler-timeout", "30", "--trace", tmp + "/good.jsonl"]
+                     "-x", "DBS_SCHEDULER", *(["-x", "DBS_TOKEN_FILE"] if "DBS_TOKEN_FILE" in env
+                                              else []),
+                     "-np", "2", agent, "--model", "lenet", "--epochs", str(a.epochs),
+                     "--train-limit", "2000", "--test-limit", "200", "--threads", "1",
+                     "--no-progress", "--scheduler-timeout", "30", "--trace",
+                     tmp + "/good.jsonl", *good]
         started, cpu0 = time.monotonic(), cpu_seconds(daemon.pid)
         manager = multiprocessing.Manager()
         stop, polls = manager.Event(), manager.list()
-        poller = multiprocessing.Process(target=poll_status, args=(ready["http"], stop, polls))
+        poller = multiprocessing.Process(target=poll_status, args=(base, token, ca, stop, polls))
         poller.start()
         backup = {}
-        s, rss, rc, timed_out = asyncio.run(
-            main_async(a, daemon, token, port, ready["http"], agent_cmd, env, tmp, sched, backup))
+        crowd = Crowd(a, token, port, tls_files.client_context(ca) if use_tls else None, creds)
+        rss, rc, timed_out = asyncio.run(
+            crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup))
         stop.set()
         poller.join()
         polls = list(polls)
@@ -356,6 +226,13 @@ def main():
         wall = time.monotonic() - started
         daemon_cpu = cpu_seconds(daemon.pid) - cpu0
         alive = daemon.poll() is None
+        rejected = None
+        if alive:
+            try:
+                rejected = json.loads(get(base + "/status", token, ca))["daemon"]["rejected"]
+            except Exception as e:  # noqa: BLE001 - reported, and the variant fails
+                status_failed += 1
+                rejected = "unreadable: %r" % e
         plans = [r for r in map(json.loads, open(tmp + "/good.jsonl")) if r["type"] == "plan"] \
             if os.path.exists(tmp + "/good.jsonl") else []
         sources = [p["source"] for p in plans]
@@ -363,7 +240,9 @@ def main():
         good_ok = (rc == 0 and not timed_out and len(plans) >= a.epochs and
                    sources[0] == "initial" and set(sources[1:]) == {"daemon"} and
                    "embedded policy" not in agents_out)
+        s = crowd
         summary = {
+            "auth": "token,munge" if use_munge else "token", "tls": use_tls,
             "wall_s": round(wall, 1), "connections_planned": connections,
             "client_connections_peak": s.open_peak,
             "good_job": {"exit": rc, "timed_out": timed_out, "plans": len(plans),
@@ -380,28 +259,87 @@ def main():
             "status": {"ok": len(status_ms), "failed": status_failed,
                        "ms_p50": percentile(status_ms, 50), "ms_p99": percentile(status_ms, 99)},
             "counts": s.counts,
+            "daemon_rejected": rejected,
             "backup": backup,
         }
+        if use_munge:
+            summary["hostile_munge_answers"] = s.refusals
+        if use_tls:
+            summary["hostile_tls_outcomes"] = s.tls_hostile
+        summary["load_refused"] = s.load_refused
+        summary["broken_rules"] = s.unexpected
         ok = (good_ok and alive and summary["daemon_rss_mib_peak"] is not None and
               summary["daemon_rss_mib_peak"] < a.rss_bound_mib and status_failed == 0
-              and status_ms and s.counts["load_plans"] > 0
+              and status_ms and s.counts["load_plans"] > 0 and s.rules_held()
               and backup.get("exit") == 0 and backup.get("restore_exit") == 0)
-        summary["ok"] = ok
-        print(json.dumps(summary, indent=2))
+        summary["ok"] = bool(ok)
         if not good_ok:
             sys.stderr.write(agents_out[-3000:])
         if not ok:
-            sys.stderr.write("soak: FAILED; daemon log tail:\n" +
+            sys.stderr.write("soak %s: FAILED; daemon log tail:\n" % variant +
                              open(tmp + "/daemon.log").read()[-3000:])
-        return 0 if ok else 1
+        return summary
     finally:
-        if daemon.poll() is None:
+        if daemon is not None and daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
             try:
                 daemon.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 daemon.kill()
+        if creds is not None:
+            creds.stop()
+        if munged is not None:
+            munged.stop()
         subprocess.run(["rm", "-rf", tmp])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.environ.get("DBS_BUILD", "build"))
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="comma-separated, run in this order: plain, munge, tls")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--duration", type=float, default=240, help="give the good job this long")
+    p.add_argument("--load-jobs", type=int, default=500)
+    p.add_argument("--load-world", type=int, default=4)
+    p.add_argument("--idle", type=int, default=2600)
+    p.add_argument("--deaf", type=int, default=200)
+    p.add_argument("--garbage", type=int, default=200)
+    p.add_argument("--hostile-munge", type=int, default=20)
+    p.add_argument("--hostile-tls", type=int, default=20)
+    p.add_argument("--big-world", type=int, default=65536)
+    p.add_argument("--report-timeout", type=float, default=5)
+    p.add_argument("--rss-bound-mib", type=float, default=512)
+    a = p.parse_args()
+    variants = [v for v in a.variants.split(",") if v]
+    if not variants or any(v not in VARIANTS for v in variants):
+        p.error("--variants: a comma-separated list of " + ", ".join(VARIANTS))
+    build = os.path.abspath(a.build)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    connections = (a.load_jobs * a.load_world + a.idle + a.deaf + a.garbage + 3 +
+                   a.hostile_munge + a.hostile_tls)
+    if hard < connections + 200:
+        sys.exit("soak: %d connections need more than the open-file limit %d" % (connections, hard))
+    no_munge = munge.unavailable(build + "/scheduler/dbs-scheduler")
+    no_tls = tls_files.unavailable()
+    results, skipped = {}, {}
+    for v in variants:
+        why = no_munge if v == "munge" else no_tls if v == "tls" else None
+        if why:
+            skipped[v] = why
+            print("soak %s: skipped: %s" % (v, why), file=sys.stderr, flush=True)
+            continue
+        if v == "tls" and no_munge:
+            print("soak tls: tokens only, without munge credentials: " + no_munge,
+                  file=sys.stderr, flush=True)
+        print("soak %s: running" % v, file=sys.stderr, flush=True)
+        results[v] = run_variant(a, build, v, v == "munge" or (v == "tls" and not no_munge))
+        print("soak %s: %s" % (v, "ok" if results[v]["ok"] else "FAILED"), file=sys.stderr,
+              flush=True)
+    ok = bool(results) and all(r["ok"] for r in results.values())
+    print(json.dumps({"variants": results, "skipped": skipped, "ok": ok}, indent=2))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
