@@ -181,17 +181,25 @@ grep -qE "refused|embedded policy" "$DIR/admin/job.log" && { cat "$DIR/admin/job
 [ ! -e "$STATE/traces/slurm-$bob_job.jsonl" ] || fail "bob's trace kept past --keep-finished 1"
 
 # -- Upgrade: stop; the journal as the daemon before format versions wrote it (no header line);
-# install; start. alice's agents go on and the daemon plans her job again.
+# install; start. alice's agents go on and the daemon plans her job again. The counts-only view
+# names no quarantined job, not even in the file's name.
 [ "$(job_state "$alice_job")" = RUNNING ] || fail "alice's job ended before the upgrade"
 stop_service
 head -n 1 "$STATE/journal.jsonl" | grep -q '"format":"dbs-journal"' || fail "the journal has no header"
 tail -n +2 "$STATE/journal.jsonl" >"$DIR/journal.v0" && cat "$DIR/journal.v0" >"$STATE/journal.jsonl"
+# and a record of a job never created, which the start quarantines into a file named after it
+echo '{"type":"epoch","job":"ghost-job","epoch":0}' >>"$STATE/journal.jsonl"
 meson install -C "$BUILD" --no-rebuild --destdir "$ROOTFS" >>"$DIR/install.log" 2>&1 || fail "meson install (upgrade)"
 plans_before=$(plans_of "$alice_trace")
 start_service
 head -n 1 "$STATE/journal.jsonl" | grep -qx '{"format":"dbs-journal","version":1}' ||
   fail "the journal was not migrated: $(head -n 1 "$STATE/journal.jsonl")"
 [ ! -e "$STATE/journal.v0.jsonl" ] || fail "the migration left journal.v0.jsonl"
+ls "$STATE"/quarantine/ghost-job.* >/dev/null || fail "the ghost job's record was not quarantined"
+user_get /status >"$DIR/user-status-2.json"
+admin_get /status | grep -q '"job": "ghost-job"' || fail "the admin does not see the quarantined job"
+! grep -q ghost "$DIR/user-status-2.json" || fail "alice's /status names the quarantined job: $(cat "$DIR/user-status-2.json")"
+[ "$(json_of "$DIR/user-status-2.json" 'len(d["quarantined"])')" = 1 ] || fail "alice's /status does not count the quarantined file"
 wait_job "$alice_job" || { cat "$DIR/alice/job.log"; fail "alice's job failed"; }
 grep -q "^final: test accuracy" "$DIR/alice/job.log" || fail "alice's job did not finish"
 echo "== ${SECONDS} s: alice's job: $plans_before plans before the upgrade, $(plans_of "$alice_trace") in the end"
