@@ -124,8 +124,9 @@ void prepare_state_dir(const std::string& dir) {
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
       throw ConfigError("--state-dir " + d + ": " + std::strerror(errno));
     struct stat st {};
-    if (::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw ConfigError("--state-dir " + d + " is not a directory");
+    if (::stat(d.c_str(), &st) != 0)
+      throw ConfigError("--state-dir " + d + ": " + std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) throw ConfigError("--state-dir " + d + " is not a directory");
   }
 }
 

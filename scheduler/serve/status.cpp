@@ -11,6 +11,11 @@ namespace {
 
 using nlohmann::json;
 
+// What the counts-only view says to its viewer (the rule is Daemon::route's).
+const std::string kHiddenWhy =
+    "Job ids and hosts are shown with the daemon token (Authorization: Bearer), or to loopback "
+    "clients of a daemon run with --http-trust-loopback and without munge";
+
 // A plan's JSON with its per-rank arrays cut to the first `shown` ranks.
 json plan_json(const policy::Plan& p, int shown) {
   json plan = policy::to_json(p);
@@ -111,12 +116,14 @@ nlohmann::json render_status(const JobTable& jobs, const Stats& st, bool with_jo
   out["daemon"]["jobs_finished"] = jobs.jobs().size() - jobs.running();
   out["daemon"]["retention"] = jobs.retention().to_json();
   out["quarantined"] = json::array();
+  // A quarantined file's name holds its job's id: shown to the trusted viewer only.
   for (const auto& q : jobs.quarantined())
-    out["quarantined"].push_back(
-        {{"job", with_jobs ? q.job : ""}, {"why", with_jobs ? q.why : ""}, {"path", q.path}});
+    out["quarantined"].push_back({{"job", with_jobs ? q.job : ""},
+                                  {"why", with_jobs ? q.why : ""},
+                                  {"path", with_jobs ? q.path : ""}});
   if (!with_jobs) {
     out.erase("jobs");
-    out["hidden"] = "job ids and hosts are shown on loopback or with the daemon token";
+    out["hidden"] = kHiddenWhy;
     return out;
   }
   for (const LiveJob* live : jobs_in_order(jobs)) out["jobs"].push_back(job_json(*live));
@@ -138,9 +145,7 @@ std::string render_public_page(const JobTable& jobs, const Stats& st) {
   return chart::html_page(
       {"dbs-scheduler", "body{margin:1em 2em;color:#222}", ""},
       "<h1>dbs-scheduler</h1><p>" + std::to_string(jobs.running()) + " jobs running, " +
-          std::to_string(st.connections) +
-          " agent connections. Job ids and hosts are shown on loopback or with the daemon token "
-          "(Authorization: Bearer).</p>");
+          std::to_string(st.connections) + " agent connections. " + kHiddenWhy + ".</p>");
 }
 
 }  // namespace dbs::scheduler
