@@ -7,7 +7,8 @@
 
 namespace dbs {
 
-// Throws InputError naming the path on any failure; the temporary file is removed then.
-void write_file_atomic(const std::string& path, std::string_view bytes);
+// The file gets `mode` (less the umask) at creation. Throws InputError naming the path on any
+// failure; the temporary file is removed then.
+void write_file_atomic(const std::string& path, std::string_view bytes, unsigned mode = 0644);
 
 }  // namespace dbs

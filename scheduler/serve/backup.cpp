@@ -130,7 +130,8 @@ BackupSummary backup_state(const std::string& dir, const std::string& out) {
                          {"journal_version", s.journal_version},
                          {"files", files}};
   members.insert(members.begin(), {kManifest, manifest.dump(1) + "\n"});
-  write_file_atomic(out, write_archive(members));
+  // Owner-only, as the journal: the archive holds every job's ids, owners and hosts.
+  write_file_atomic(out, write_archive(members), 0600);
   return s;
 }
 

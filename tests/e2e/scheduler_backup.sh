@@ -39,6 +39,8 @@ for _ in $(seq 1200); do
   sleep 0.05
 done
 "$SCHED" backup --state-dir "$STATE" --out "$TMP/backup.tar" | tee "$TMP/backup.out"
+mode=$(stat -c %a "$TMP/backup.tar")
+[ "$mode" = 600 ] || fail "the backup is mode $mode, not 600 (it holds every job's ids, owners and hosts)"
 status >"$TMP/s2.json"
 # b's trace as backed up: once c finishes, --keep-finished 1 removes it from $STATE.
 cp "$STATE/traces/b.jsonl" "$TMP/b.backed-up.jsonl"
