@@ -119,8 +119,10 @@ submit_as() {
     SLURM_CONF="$SLURM_CONF" "${envs[@]}" \
     sbatch --parsable -o "$DIR/$user/job.log" "${sargs[@]}" "$SBATCH_SCRIPT" "$@")
 }
+# alice's job must outlast the backup, bob's job and the admin's (2 epochs each, one after the
+# other on the third node) to run across the upgrade: 80 epochs, about 25 s on an idle bed.
 alice_job=$(submit_as alice -- -N 2 -- --model lenet --batch 60 --train-limit 1200 \
-  --test-limit 200 --seed 3 --policy dbs --epochs 20 --scheduler-timeout 30)
+  --test-limit 200 --seed 3 --policy dbs --epochs 80 --scheduler-timeout 30)
 bob_job=$(submit_as bob -- -N 1 -- "${SMALL[@]}" --epochs 2 --scheduler-timeout 30)
 echo "== ${SECONDS} s: alice: slurm job $alice_job, bob: slurm job $bob_job"
 alice_trace=$STATE/traces/slurm-$alice_job.jsonl
