@@ -7,7 +7,17 @@
 source "$(dirname "$0")/common.bash"
 DAEMON_PID=
 MUNGED_PID=
-trap '[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null; [ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+# munged forks into the background: its pid comes from its pid file, read again here in case the
+# test stops before it read it. TERM and INT (meson's timeout, ^C) exit through the EXIT trap.
+cleanup() {
+  [ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null
+  [ -z "$MUNGED_PID" ] && [ -s "$TMP/munge/munged.pid" ] && MUNGED_PID=$(cat "$TMP/munge/munged.pid")
+  [ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root to act as two uids (setpriv)"; exit 77; }
 for c in setpriv munged munge; do

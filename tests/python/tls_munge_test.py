@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 harness.skip_unless_ready()
+# meson's timeout sends SIGTERM: exit through the finally blocks, which stop munged and the daemon.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 from dbs import _dbs  # noqa: E402
 
