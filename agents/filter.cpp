@@ -108,8 +108,8 @@ const std::string& in_folder(const std::string& path) {
 
 void run(const FilterCommand& o, comm::Communicator& comm) {
   const int rank = comm.rank(), world = comm.size();
-  data::Dataset train = data::load_fashion_mnist(o.data_dir).train;
-  if (o.train_limit > 0 && o.train_limit < train.n) train = train.head(o.train_limit);
+  // The filter scores training samples only: one test sample is read, not the 10,000.
+  data::Dataset train = data::load_fashion_mnist(o.data_dir, o.train_limit, 1).train;
   auto model = nn::make_model(o.model, {1, train.rows, train.cols}, train.classes, o.seed);
   nn::load_weights(*model, o.weights);
   const std::size_t dims = model->layers_info().back().in.size();

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
               std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels" +
               (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
     agent::warn_oversubscription(*comm, threads.threads());
-    data::FashionMnist data = data::load_fashion_mnist(opts.train.data_dir);
+    data::FashionMnist data =
+        data::load_fashion_mnist(opts.train.data_dir, opts.train.train_limit, opts.train.test_limit);
     // Plans through the public API (<dbs/planner.h>), as any other training loop would, over
     // the samples it trains on (--train-subset's, else --train-limit's).
     const std::size_t n_train = opts.train.train_subset.empty()

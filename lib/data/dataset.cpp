@@ -12,6 +12,7 @@ namespace dbs::data {
 namespace {
 
 constexpr float kPixelMax = 255.0F;  // an 8-bit pixel value maps to value / kPixelMax
+constexpr int kClasses = 10;         // Fashion-MNIST
 
 // Path of base + ".gz" in dir, else of base, else throws naming both.
 std::string find_idx_file(const std::string& dir, const std::string& base) {
@@ -40,10 +41,10 @@ Dataset Dataset::head(std::size_t limit) const {
 }
 
 Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                      int classes) {
+                      int classes, std::size_t limit) {
   DBS_CHECK_LT(0, classes);
-  const IdxArray images = read_idx(images_path, 3);
-  const IdxArray labels = read_idx(labels_path, 1);
+  const IdxArray images = read_idx(images_path, 3, limit);
+  const IdxArray labels = read_idx(labels_path, 1, limit);
 
   if (images.dims[0] != labels.dims[0]) {
     throw InputError(images_path + " holds " + std::to_string(images.dims[0]) + " images but " +
@@ -55,7 +56,7 @@ Dataset load_idx_pair(const std::string& images_path, const std::string& labels_
   }
 
   Dataset out;
-  out.n = images.dims[0];
+  out.n = images.items;
   out.rows = static_cast<int>(images.dims[1]);
   out.cols = static_cast<int>(images.dims[2]);
   out.classes = classes;
@@ -76,7 +77,8 @@ Dataset load_idx_pair(const std::string& images_path, const std::string& labels_
   return out;
 }
 
-FashionMnist load_fashion_mnist(const std::string& dir) {
+FashionMnist load_fashion_mnist(const std::string& dir, std::size_t train_limit,
+                                std::size_t test_limit) {
   // Find all four files before reading any, so a missing one is reported at once.
   const std::string train_images = find_idx_file(dir, "train-images-idx3-ubyte");
   const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
@@ -84,8 +86,8 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
   const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
 
   FashionMnist out;
-  out.train = load_idx_pair(train_images, train_labels);
-  out.test = load_idx_pair(test_images, test_labels);
+  out.train = load_idx_pair(train_images, train_labels, kClasses, train_limit);
+  out.test = load_idx_pair(test_images, test_labels, kClasses, test_limit);
   if (out.train.rows != out.test.rows || out.train.cols != out.test.cols) {
     throw InputError(test_images + ": images are " + std::to_string(out.test.rows) + "x" +
                      std::to_string(out.test.cols) + " but " + train_images + " has " +

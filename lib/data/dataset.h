@@ -24,9 +24,10 @@ struct Dataset {
 };
 
 // Reads an IDX3 image file and an IDX1 label file (each gzip-compressed or plain) and validates
-// them as a pair: equal counts, labels in [0, classes). Throws InputError naming the file.
+// them as a pair: equal declared counts, labels in [0, classes). limit > 0 reads only the first
+// min(limit, n) samples (read_idx's max_items). Throws InputError naming the file.
 Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                      int classes = 10);
+                      int classes = 10, std::size_t limit = 0);
 
 struct FashionMnist {
   Dataset train;  // 60,000 samples
@@ -37,7 +38,9 @@ struct FashionMnist {
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
 
 // Loads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from dir (".gz" preferred when both
-// exist). Throws InputError naming the missing or bad file.
-FashionMnist load_fashion_mnist(const std::string& dir = kDefaultDataDir);
+// exist): the first train_limit training and test_limit test samples (0 = all). Throws
+// InputError naming the missing or bad file.
+FashionMnist load_fashion_mnist(const std::string& dir = kDefaultDataDir,
+                                std::size_t train_limit = 0, std::size_t test_limit = 0);
 
 }  // namespace dbs::data

@@ -131,7 +131,7 @@ std::uint32_t big_endian_u32(const std::uint8_t* p) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path, int expected_ndims) {
+IdxArray read_idx(const std::string& path, int expected_ndims, std::size_t max_items) {
   IdxStream in(path);
 
   auto truncated = [&](const char* part, std::size_t expected) {
@@ -178,17 +178,23 @@ IdxArray read_idx(const std::string& path, int expected_ndims) {
     out.dims.push_back(dim);
   }
 
+  // Only the first `items` items when limited; their bytes are a prefix of the data.
+  const bool limited = max_items > 0 && max_items < out.dims[0];
+  out.items = limited ? max_items : out.dims[0];
+  const std::size_t wanted = count / out.dims[0] * out.items;
+
   // Grow the buffer as data arrives, so a corrupt header cannot demand a huge allocation.
   const std::size_t total_bytes = header_bytes + count;
-  out.values.reserve(std::min(count, kChunkBytes));
+  out.values.reserve(std::min(wanted, kChunkBytes));
   std::size_t got = 0;
-  while (got < count) {
-    const std::size_t want = std::min(count - got, kChunkBytes);
+  while (got < wanted) {
+    const std::size_t want = std::min(wanted - got, kChunkBytes);
     out.values.resize(got + want);
     const std::size_t r = in.read(out.values.data() + got, want);
     got += r;
     if (r < want) truncated("", total_bytes);
   }
+  if (limited) return out;
 
   const std::size_t extra = in.count_remaining();
   if (extra > 0) {

@@ -99,6 +99,28 @@ TEST_CASE("Idx.RoundTrip.PlainAndGzip") {
   }
 }
 
+TEST_CASE("Idx.MaxItems.ReadsOnlyTheFirstItems") {
+  TempDir dir;
+  const Bytes values = iota_bytes(3 * 4 * 5);
+  // Past the first items the file may be anything: a limited read does not look there.
+  Bytes file = idx_bytes({3, 4, 5}, values);
+  file.resize(file.size() - 7);
+  write_gz(dir.file("cut.idx.gz"), file);
+  const auto two = read_idx(dir.file("cut.idx.gz"), 3, 2);
+  CHECK(two.dims == std::vector<std::uint32_t>{3, 4, 5});  // as declared
+  CHECK(two.items == 2);
+  CHECK(two.values == Bytes(values.begin(), values.begin() + 2 * 4 * 5));
+  // More items than the file declares, or 0: the whole file, length checked.
+  REQUIRE_THROWS_WITH_AS(read_idx(dir.file("cut.idx.gz"), 3, 3), has("truncated at byte"),
+                         InputError);
+  REQUIRE_THROWS_WITH_AS(read_idx(dir.file("cut.idx.gz"), 3, 0), has("truncated at byte"),
+                         InputError);
+  write_plain(dir.file("whole.idx"), idx_bytes({3, 4, 5}, values));
+  const auto all = read_idx(dir.file("whole.idx"), 3, 9);
+  CHECK(all.items == 3);
+  CHECK(all.values == values);
+}
+
 TEST_CASE("Idx.DetectsGzipByMagicNotName") {
   TempDir dir;
   const Bytes file = idx_bytes({6}, iota_bytes(6));
@@ -235,6 +257,20 @@ TEST_CASE("Dataset.LoadIdxPair.ScalesPixelsAndKeepsLabels") {
   CHECK(ds.head(5).n == 2);
 }
 
+TEST_CASE("Dataset.LoadIdxPair.Limit") {
+  TempDir dir;
+  write_plain(dir.file("img"), idx_bytes({3, 1, 2}, {0, 51, 102, 153, 204, 255}));
+  write_plain(dir.file("lab"), idx_bytes({3}, {4, 5, 6}));
+  const auto ds = dbs::data::load_idx_pair(dir.file("img"), dir.file("lab"), 10, 2);
+  CHECK(ds.n == 2);
+  CHECK(ds.images == std::vector<float>{0.0F, 0.2F, 0.4F, 0.6F});
+  CHECK(ds.labels == std::vector<std::int32_t>{4, 5});
+  // The declared counts are still compared.
+  write_plain(dir.file("lab2"), idx_bytes({4}, {4, 5, 6, 7}));
+  REQUIRE_THROWS_WITH_AS(dbs::data::load_idx_pair(dir.file("img"), dir.file("lab2"), 10, 2),
+                         has("holds 3 images but"), InputError);
+}
+
 TEST_CASE("Dataset.Rejects.CountMismatch") {
   TempDir dir;
   write_plain(dir.file("img"), idx_bytes({3, 2, 2}, iota_bytes(12)));
@@ -305,4 +341,11 @@ TEST_CASE("Dataset.FashionMnist.LoadsInstalledPackage") {
     CHECK(*pmin == 0.0F);
     CHECK(*pmax == 1.0F);
   }
+  // The first samples alone: the same as the head of the whole set.
+  const auto few = dbs::data::load_fashion_mnist(dbs::data::kDefaultDataDir, 100, 10);
+  CHECK(few.train.n == 100);
+  CHECK(few.test.n == 10);
+  CHECK(few.train.images == fm.train.head(100).images);
+  CHECK(few.train.labels == fm.train.head(100).labels);
+  CHECK(few.test.labels == fm.test.head(10).labels);
 }
