@@ -33,11 +33,12 @@ std::string host_name() {
 
 using Clock = std::chrono::steady_clock;
 
-// What each rank gives the epoch end's allgather: its share of the daemon's plan, and the job
-// named by a plan of another job it received (the first 63 characters; "" = none).
+// What each rank gives the epoch end's allgather: its share of the daemon's plan, or whether it
+// received a plan of another job instead, and that job (its first 63 bytes).
 struct Word {
   proto::Share share;
-  char foreign_job[64] = {};
+  std::uint8_t foreign = 0;  // 1: a plan of another job
+  char foreign_job[63] = {};
 };
 static_assert(std::is_trivially_copyable_v<Word>);
 
@@ -94,7 +95,7 @@ class Remote : public Planner, public WithFallback {
   bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
   int failures_ = 0;                    // failed attempts and lost connections so far
   std::string lost_why_, refusal_;      // last failure; last error message of the daemon
-  std::string foreign_;                 // the job of the last plan received for another job
+  std::optional<std::string> foreign_;  // the job of the last plan received for another job
   std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
   std::string report_line_;             // resent on every connect until its plan arrives
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
@@ -225,7 +226,7 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
   const int failures_before = failures_;
   for (;;) {
     if (plan_ && plan_->epoch == epoch) return plan_;
-    if (!foreign_.empty()) return std::nullopt;  // agree() names the job, for every rank
+    if (foreign_) return std::nullopt;  // agree() names the job, for every rank
     const bool gave_up =
         !connected_ && ((down && failures_ > failures_before) || !refusal_.empty());
     if (gave_up || Clock::now() >= full) {
@@ -246,18 +247,23 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
 std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& mine,
                                           std::int64_t epoch, const std::string& why) {
   Word word;
-  if (mine) word.share = proto::share_of(*mine);
-  if (!mine) {  // a rank that holds its share of this job's plan ignores stray ones
+  if (mine) {  // a rank that holds its share of this job's plan ignores stray ones
+    word.share = proto::share_of(*mine);
+  } else {
     std::lock_guard lock(mutex_);
-    std::strncpy(word.foreign_job, foreign_.c_str(), sizeof word.foreign_job - 1);
+    if (foreign_) {
+      word.foreign = 1;
+      std::strncpy(word.foreign_job, foreign_->c_str(), sizeof word.foreign_job - 1);
+    }
   }
   std::vector<Word> all(static_cast<std::size_t>(world_));
   allgather_(&word, sizeof word, all.data());
   // A plan of another job on any rank: the address is not this job's daemon, or the daemon is
   // faulty. Every rank names the first such rank, from the same words.
   for (int r = 0; r < world_; ++r) {
-    const char* other = all[static_cast<std::size_t>(r)].foreign_job;
-    if (other[0] == '\0') continue;
+    const Word& w = all[static_cast<std::size_t>(r)];
+    if (w.foreign == 0) continue;
+    const char* other = w.foreign_job;
     fallback_why_ = {Fallback::Cause::foreign,
                      "rank " + std::to_string(r) + " received a plan for job '" +
                          std::string(other, strnlen(other, sizeof word.foreign_job)) +
@@ -290,7 +296,7 @@ Planned Remote::next(std::span<const policy::Report> reports) {
     std::lock_guard lock(mutex_);
     report_line_ = line;
     refusal_.clear();
-    foreign_.clear();
+    foreign_.reset();
   }
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
