@@ -150,6 +150,17 @@ dbs_status dbs_planner_state(const dbs_planner* planner, double* state, size_t c
 dbs_status dbs_planner_restore(dbs_planner* planner, int64_t epoch, const int* batch, int world,
                                const double* state, size_t count);
 
+/* ---- why the daemon's plan was not used (API 1.3) ---- */
+enum { DBS_FALLBACK_NONE = 0, DBS_FALLBACK_OUTAGE = 1, DBS_FALLBACK_FOREIGN = 2 };
+/* After dbs_planner_end_epoch: why the daemon's plan of that epoch end was not used, the same
+ * *cause on every rank. DBS_FALLBACK_NONE: the daemon planned, or there is no daemon;
+ * DBS_FALLBACK_OUTAGE: the daemon was unreachable, late, refusing or untrusted, or the ranks held
+ * different plans (carry on: the next epoch asks again); DBS_FALLBACK_FOREIGN: a rank received a
+ * plan for another job, so the address is not this job's daemon or the daemon is faulty (tell
+ * the user). The embedded policy's plan is in force either way. *why (why may be NULL) is what
+ * the log says ("" with DBS_FALLBACK_NONE). */
+dbs_status dbs_planner_fallback(dbs_planner* planner, int* cause, const char** why);
+
 /* ---- this rank's samples ---- */
 /* S = ceil(samples / global batch) steps per epoch; DBS_ERROR_INPUT when samples < B. */
 dbs_status dbs_steps_per_epoch(const dbs_planner* planner, int64_t samples, int64_t* out);

@@ -98,6 +98,26 @@ struct RemoteAuth {
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
                                       const RemoteOptions& remote, const RemoteAuth& auth);
 
+// Why the daemon's plan of the last epoch end was not used (API 1.3). The remote planner
+// decides the cause from what every rank gave the allgather of next(), so after each next()
+// every rank holds the same cause (and, for foreign, the same why).
+struct Fallback {
+  enum class Cause {
+    none,     // the daemon planned (source "daemon"), or there is no daemon
+    outage,   // the daemon was unreachable, late or refusing, its certificate untrusted, or the
+              // ranks held different plans: the embedded policy planned, the job goes on
+    foreign,  // a rank received a plan for another job: the address is not this job's daemon,
+              // or the daemon is faulty; the embedded policy planned
+  };
+  Cause cause = Cause::none;
+  std::string why;  // what the log says, e.g. "rank 1 received a plan for job 'b' from the
+                    // daemon at head:7070, this is job 'a'" ("" with cause none)
+};
+
+// The Fallback of planner's last next() (cause none before the first, and always for the
+// embedded planner).
+Fallback last_fallback(const Planner& planner);
+
 // Every rank's report in rank order from this rank's `mine` (a collective: one allgather).
 // Throws InputError when a rank's report names another rank.
 std::vector<Report> gather_reports(const Group& group, const Report& mine);

@@ -25,6 +25,7 @@ struct dbs_planner {
   dbs::Meter meter;   // the epoch's steps
   dbs::Meter window;  // the steps since the last re-plan (rebalance_every)
   std::string source = "initial";
+  std::string fallback_why;  // dbs_planner_fallback's *why
   std::optional<dbs::Sampler> sampler;  // of the last (samples, seed) asked for
   std::uint64_t sampler_seed = 0;
 };
@@ -215,6 +216,20 @@ dbs_status dbs_planner_end_epoch(dbs_planner* p) {
     p->meter.reset();
     p->window.reset();
     p->source = p->planner->next(all).source;
+  });
+}
+
+dbs_status dbs_planner_fallback(dbs_planner* p, int* cause, const char** why) {
+  return guard([&] {
+    need(p, "planner");
+    need(cause, "cause");
+    const dbs::Fallback f = dbs::last_fallback(*p->planner);
+    using Cause = dbs::Fallback::Cause;
+    *cause = f.cause == Cause::foreign  ? DBS_FALLBACK_FOREIGN
+             : f.cause == Cause::outage ? DBS_FALLBACK_OUTAGE
+                                        : DBS_FALLBACK_NONE;
+    p->fallback_why = f.why;
+    if (why) *why = p->fallback_why.c_str();
   });
 }
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
@@ -31,7 +33,16 @@ std::string host_name() {
 
 using Clock = std::chrono::steady_clock;
 
-class Remote : public Planner {
+// What each rank gives the epoch end's allgather: its share of the daemon's plan, or whether it
+// received a plan of another job instead, and that job (its first 63 bytes).
+struct Word {
+  proto::Share share;
+  std::uint8_t foreign = 0;  // 1: a plan of another job
+  char foreign_job[63] = {};
+};
+static_assert(std::is_trivially_copyable_v<Word>);
+
+class Remote : public Planner, public WithFallback {
  public:
   Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
          const Group& group);
@@ -49,6 +60,7 @@ class Remote : public Planner {
     fallback_.set_state(plan, state);
   }
   void finish(bool done) override;
+  const Fallback& fallback() const override { return fallback_why_; }
 
  private:
   void on_connected();
@@ -60,9 +72,10 @@ class Remote : public Planner {
   // This rank's share of the daemon's plan of `epoch`, or nothing with `why` set. Blocks up to
   // the timeout.
   std::optional<proto::PlanMsg> wait_plan(std::int64_t epoch, std::string& why);
-  // The plan every rank holds a share of (the same verdict on every rank), or nothing.
+  // The plan every rank holds a share of, or nothing with fallback_why_ set (the same verdict
+  // and cause on every rank: they follow from the allgathered words alone).
   std::optional<policy::Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
-                                    std::string& why);
+                                    const std::string& why);
 
   RemoteOptions options_;
   RemoteAuth auth_;
@@ -82,10 +95,11 @@ class Remote : public Planner {
   bool connected_ = false, said_goodbye_ = false, ever_connected_ = false, finishing_ = false;
   int failures_ = 0;                    // failed attempts and lost connections so far
   std::string lost_why_, refusal_;      // last failure; last error message of the daemon
-  std::string foreign_;                 // why the last plan received was of another job
+  std::optional<std::string> foreign_;  // the job of the last plan received for another job
   std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
   std::string report_line_;             // resent on every connect until its plan arrives
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
+  Fallback fallback_why_;               // why, after the last next(); next() alone writes it
 };
 
 Remote::Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
@@ -178,7 +192,7 @@ void Remote::on_line(std::string_view line) {
   std::lock_guard lock(mutex_);
   if (const auto* p = std::get_if<proto::PlanMsg>(&m)) {
     if (p->job != options_.job) {
-      foreign_ = "the daemon sent a plan for job '" + p->job + "', this is job '" + options_.job + "'";
+      foreign_ = p->job;
     } else if (p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch)) {
       plan_ = *p;
     }
@@ -212,10 +226,7 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
   const int failures_before = failures_;
   for (;;) {
     if (plan_ && plan_->epoch == epoch) return plan_;
-    if (!foreign_.empty()) {
-      why = foreign_;
-      return std::nullopt;
-    }
+    if (foreign_) return std::nullopt;  // agree() names the job, for every rank
     const bool gave_up =
         !connected_ && ((down && failures_ > failures_before) || !refusal_.empty());
     if (gave_up || Clock::now() >= full) {
@@ -234,15 +245,43 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
 }
 
 std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& mine,
-                                          std::int64_t epoch, std::string& why) {
-  const proto::Share share = mine ? proto::share_of(*mine) : proto::Share{};
-  std::vector<proto::Share> all(static_cast<std::size_t>(world_));
-  allgather_(&share, sizeof share, all.data());
+                                          std::int64_t epoch, const std::string& why) {
+  Word word;
+  if (mine) {  // a rank that holds its share of this job's plan ignores stray ones
+    word.share = proto::share_of(*mine);
+  } else {
+    std::lock_guard lock(mutex_);
+    if (foreign_) {
+      word.foreign = 1;
+      std::strncpy(word.foreign_job, foreign_->c_str(), sizeof word.foreign_job - 1);
+    }
+  }
+  std::vector<Word> all(static_cast<std::size_t>(world_));
+  allgather_(&word, sizeof word, all.data());
+  // A plan of another job on any rank: the address is not this job's daemon, or the daemon is
+  // faulty. Every rank names the first such rank, from the same words.
+  for (int r = 0; r < world_; ++r) {
+    const Word& w = all[static_cast<std::size_t>(r)];
+    if (w.foreign == 0) continue;
+    const char* other = w.foreign_job;
+    fallback_why_ = {Fallback::Cause::foreign,
+                     "rank " + std::to_string(r) + " received a plan for job '" +
+                         std::string(other, strnlen(other, sizeof word.foreign_job)) +
+                         "' from the daemon at " + options_.address + ", this is job '" +
+                         options_.job + "'"};
+    return std::nullopt;
+  }
+  std::vector<proto::Share> shares;
+  for (const Word& w : all) shares.push_back(w.share);
   std::string disagree;
-  std::optional<policy::Plan> plan = proto::assemble(mine.value_or(proto::PlanMsg{}), all, disagree);
+  std::optional<policy::Plan> plan =
+      proto::assemble(mine.value_or(proto::PlanMsg{}), shares, disagree);
   if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
   if (disagree.empty()) return plan;
-  if (why.empty()) why = plan ? "the daemon's plan is unusable: " + disagree : disagree;
+  fallback_why_ = {Fallback::Cause::outage,
+                   !why.empty() ? why
+                   : plan       ? "the daemon's plan is unusable: " + disagree
+                                : disagree};
   return std::nullopt;
 }
 
@@ -257,11 +296,12 @@ Planned Remote::next(std::span<const policy::Report> reports) {
     std::lock_guard lock(mutex_);
     report_line_ = line;
     refusal_.clear();
-    foreign_.clear();
+    foreign_.reset();
   }
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
   std::string why;
+  fallback_why_ = {};
   const std::optional<policy::Plan> plan = agree(wait_plan(want, why), want, why);
   const bool agreed = plan.has_value();
   {
@@ -275,7 +315,8 @@ Planned Remote::next(std::span<const policy::Report> reports) {
     fallback_.adopt(*plan);
     return {*plan, "daemon"};
   }
-  log::warn("epoch " + std::to_string(want + 1) + " uses the embedded policy: " + why);
+  log::warn("epoch " + std::to_string(want + 1) + " uses the embedded policy: " +
+            fallback_why_.why);
   fell_back_ = true;
   embedded.source = "embedded-fallback";
   return embedded;
@@ -300,3 +341,12 @@ std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const RemoteA
 }
 
 }  // namespace dbs::planner
+
+namespace dbs {
+
+Fallback last_fallback(const Planner& planner) {
+  const auto* remote = dynamic_cast<const planner::WithFallback*>(&planner);
+  return remote ? remote->fallback() : Fallback{};
+}
+
+}  // namespace dbs

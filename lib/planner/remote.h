@@ -4,9 +4,11 @@
 // The ranks then rebuild the plan from their shares (one allgather, lib/proto/share.h): the
 // daemon's plan is used only when every rank holds a share of the same valid one. Otherwise -
 // daemon unreachable, late, refusing, sending a plan of another job, or ranks disagreeing - the
-// epoch uses the fallback's plan; the fallback observes every epoch anyway, so its estimates
-// stay current (they are what a checkpoint keeps). The log and the trace (plan source
-// "embedded-fallback") say so, and the next epoch tries the daemon again.
+// epoch uses the fallback's plan and records why (a Fallback whose cause is the same on every
+// rank: a rank that received a plan of another job says so in the same allgather as the
+// shares). The fallback observes every epoch anyway, so its estimates stay current (they are
+// what a checkpoint keeps). The log and the trace (plan source "embedded-fallback") say so, and
+// the next epoch tries the daemon again.
 #pragma once
 
 #include <memory>
@@ -15,6 +17,13 @@
 #include "lib/planner/planner.h"
 
 namespace dbs::planner {
+
+// What the remote planner says about its last epoch end (dbs::last_fallback reads it).
+class WithFallback {
+ public:
+  virtual ~WithFallback() = default;
+  virtual const Fallback& fallback() const = 0;
+};
 
 // A planner that asks the daemon at options.address, with an Embedded planner of settings as the
 // fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded. The ranks

@@ -18,8 +18,18 @@ Error = _dbs.Error
 InputError = _dbs.InputError
 ConfigError = _dbs.ConfigError
 CommError = _dbs.CommError
+
+
+class PlanError(Error):
+    """The daemon's plan could not be used for a reason that is not an outage: a rank received
+    a plan for another job (the address is not this job's daemon, or the daemon is faulty).
+    Raised on every rank at the same epoch end, once the embedded policy's plan of the next
+    epoch is in force: catch it to train on without the daemon."""
+
+
 Settings = _dbs.Settings
 Plan = _dbs.Plan
 Report = _dbs.Report
 
-__all__ = ["Error", "InputError", "ConfigError", "CommError", "Settings", "Plan", "Report"]
+__all__ = ["Error", "InputError", "ConfigError", "CommError", "PlanError", "Settings", "Plan",
+           "Report"]

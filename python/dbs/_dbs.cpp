@@ -287,6 +287,21 @@ PYBIND11_MODULE(_dbs, m) {
           "The next epoch's plan from every rank's report (a collective with a daemon); "
           "(plan, source): source 'embedded', 'daemon' or 'embedded-fallback'.")
       .def(
+          "fallback",
+          [](JobPlanner& p) {
+            const dbs::Fallback f = dbs::last_fallback(p.planner());
+            using Cause = dbs::Fallback::Cause;
+            const char* cause = f.cause == Cause::foreign  ? "foreign"
+                                : f.cause == Cause::outage ? "outage"
+                                                           : "none";
+            return std::make_pair(std::string(cause), f.why);
+          },
+          release(),
+          "Why the daemon's plan of the last next() was not used, the same cause on every rank: "
+          "(cause, why), cause 'none' (the daemon planned, or no daemon), 'outage' (unreachable, "
+          "late, refusing, untrusted, or the ranks held different plans) or 'foreign' (a rank "
+          "received a plan for another job); why as the log says it.")
+      .def(
           "rebalance",
           [](JobPlanner& p, const std::vector<Report>& window) {
             return p.planner().rebalance(window).has_value();

@@ -1,8 +1,9 @@
-/* The C ABI's dbs_remote (API 1.2), compiled as C, against dbs-scheduler serve over TLS
- * (tests/api/c_api_tls.sh starts it and makes the files): two ranks on two threads, one epoch
- * with fake timings. With the CA that signed the daemon's certificate the next plan is the
- * daemon's; with another CA it is the embedded fallback's (the log line is checked by the
- * script). Every bad field is DBS_ERROR_CONFIG or DBS_ERROR_INPUT naming the field.
+/* The C ABI's dbs_remote (API 1.2) and dbs_planner_fallback (1.3), compiled as C, against
+ * dbs-scheduler serve over TLS (tests/api/c_api_tls.sh starts it and makes the files): two ranks
+ * on two threads, one epoch with fake timings. With the CA that signed the daemon's certificate
+ * the next plan is the daemon's (fallback cause none); with another CA it is the embedded
+ * fallback's (cause outage; the log line is checked by the script). Every bad field is
+ * DBS_ERROR_CONFIG or DBS_ERROR_INPUT naming the field.
  * Usage: test-c-api-tls ADDRESS CA OTHER_CA JOB_KEY NOT_PEM. Exit 0 passes. */
 #include <dbs/dbs.h>
 #include <pthread.h>
@@ -54,6 +55,7 @@ typedef struct {
   char message[512];
   char source[64];
   int batch[kWorld];
+  int fallback; /* dbs_planner_fallback's cause after the epoch end (API 1.3) */
 } rank_args;
 
 /* One epoch of 8 steps (rank 1 three times slower) under a planner of the daemon at address,
@@ -97,6 +99,8 @@ static void* run_rank(void* arg) {
   if (a->status == DBS_OK) {
     dbs_planner_plan(p, &plan);
     snprintf(a->source, sizeof a->source, "%s", plan.source);
+    a->fallback = -1;
+    dbs_planner_fallback(p, &a->fallback, NULL);
     memcpy(a->batch, plan.batch, sizeof a->batch);
   } else {
     snprintf(a->message, sizeof a->message, "%s", dbs_last_error());
@@ -139,7 +143,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   dbs_api_version(&major, &minor);
-  EXPECT(major == 1 && minor >= 2);
+  EXPECT(major == 1 && minor >= 3);
 
   /* The right CA: the daemon plans epoch 2. */
   memset(args, 0, sizeof args);
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   run_world(args);
   expect_planned(args, "daemon");
   EXPECT(args[0].batch[1] < args[0].batch[0]); /* the slow rank 1 got less */
+  for (r = 0; r < kWorld; ++r) EXPECT(args[r].fallback == DBS_FALLBACK_NONE);
 
   /* A CA that did not sign the daemon's certificate: the embedded policy plans epoch 2. */
   for (r = 0; r < kWorld; ++r) {
@@ -161,6 +166,7 @@ int main(int argc, char** argv) {
   }
   run_world(args);
   expect_planned(args, "embedded-fallback");
+  for (r = 0; r < kWorld; ++r) EXPECT(args[r].fallback == DBS_FALLBACK_OUTAGE);
 
   /* Bad fields, each named. */
   EXPECT(dbs_remote_create(&remote) == DBS_OK);

@@ -5,7 +5,8 @@ than the global batch, a fixed: spec of the wrong length, a --disturb rank outsi
 the package without its built extension. The same with plans from a daemon (dbs-scheduler
 serve on loopback), and what only the daemon path has: --scheduler (scheduler=) without --job,
 a bad address, ranks naming different jobs, a job key missing on one rank only. (A daemon's
-plan of another job is refused while the job goes on: tests/python/daemon_test.py.)"""
+plan of another job, which raises dbs.PlanError on every rank, needs a fake daemon:
+tests/python/daemon_test.py, case 3.)"""
 
 import os
 import shutil

@@ -6,8 +6,10 @@
    epochs;
 2. the daemon killed (SIGKILL) in the middle of a job: the job goes on with the embedded
    fallback, says so, and finishes all its epochs with its summary;
-3. a daemon that answers with a plan of another job: the ranks refuse it, and the epochs are
-   planned by the embedded fallback, the log naming both jobs."""
+3. a daemon that answers with plans of another job (bad input, not an outage): train.py exits 2
+   with dbs.PlanError naming both jobs and the daemon's address; a loop that catches it (on
+   every rank, also where only rank 1 received such a plan) trains on with the embedded
+   fallback's plans and finishes its epochs."""
 
 import json
 import os
@@ -24,6 +26,7 @@ import harness  # noqa: E402
 harness.skip_unless_ready()
 
 TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
+WORKER = os.path.join(harness.ROOT, "tests/python/worker.py")
 EPOCHS = 3
 
 
@@ -38,6 +41,58 @@ def train(tmp, name, *args, epochs=EPOCHS, samples=1000, started=None):
     if rc != 0:
         harness.fail(f"{name}: train.py exit {rc}\n{out[-2000:]}\n{err[-4000:]}")
     return out, err, json.load(open(summary))
+
+
+def train_expecting_error(tmp, name, *args, epochs=EPOCHS, samples=1000):
+    """train.py on 2 ranks that is to fail: (stdout, stderr, returncode)."""
+    rc, out, err = harness.torchrun(TRAIN, "--epochs", epochs, "--train-limit", samples,
+                                    "--test-limit", 100, "--threads", 1, *args, timeout=240)
+    return out, err, rc
+
+
+FOREIGN = [100, 28]  # the batch sizes of the other job's plan
+
+
+class ForeignDaemon:
+    """A fake daemon on loopback that answers a report with a plan of job 'someone-else': every
+    rank's report of an epoch below rank1_only_from (1-based, as the protocol counts), from
+    there on rank 1's only (rank 0 then gets no plan). reports: the report epochs received."""
+
+    def __init__(self, rank1_only_from):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = "127.0.0.1:%d" % self.server.getsockname()[1]
+        self.reports = []
+        self.rank1_only_from = rank1_only_from
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def answer(self, conn):
+        with conn, conn.makefile("r") as lines:
+            for line in lines:
+                m = json.loads(line)
+                if m["type"] == "report":
+                    self.reports.append(m["epoch"])
+                    if m["epoch"] >= self.rank1_only_from and m["rank"] == 0:
+                        continue
+                    conn.sendall((json.dumps({
+                        "v": 2, "type": "plan", "job": "someone-else", "epoch": m["epoch"] + 1,
+                        "world": 2, "global_batch": 128, "predicted_epoch_s": 1.0,
+                        "ideal_epoch_s": 1.0, "changed": False, "reason": "not yours",
+                        "hash": "0123456789abcdef", "rank": m["rank"],
+                        "batch": FOREIGN[m["rank"]], "offset": 100 * m["rank"],
+                        "throughput": 1.0}) + "\n").encode())
+                elif m["type"] == "goodbye":
+                    conn.sendall(b'{"v":2,"type":"goodbye"}\n')
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.server.close()
 
 
 def sources(out):
@@ -116,43 +171,49 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
                       and all(sum(e["batch"]) == 128 for e in run["epochs"]),
                       f"the job finished its {EPOCHS} epochs with a summary")
 
-    # 3. A daemon that answers every report with a plan of another job.
-    server = socket.create_server(("127.0.0.1", 0))
-    address = "127.0.0.1:%d" % server.getsockname()[1]
-    reports = []
+    # 3. A daemon that answers with plans of another job. train.py: both ranks raise
+    # dbs.PlanError at the end of epoch 1 and exit 2 (torchrun 1), within the timeout.
+    fake = ForeignDaemon(rank1_only_from=99)
+    out, err, rc = train_expecting_error(tmp, "foreign", "--scheduler", fake.address, "--job",
+                                         "py-foreign", "--scheduler-timeout", 30, epochs=2,
+                                         samples=256)
+    harness.check(fake.reports[:2] == [1, 1],
+                  f"both ranks reported epoch 1 to the fake daemon: {fake.reports}")
+    message = ("received a plan for job 'someone-else' from the daemon at "
+               f"{fake.address}, this is job 'py-foreign'")
+    raised = re.findall(r"train.py: rank (\d): PlanError: .*" + re.escape(message), err)
+    harness.check(rc != 0 and raised, f"train.py fails with dbs.PlanError naming both jobs "
+                  f"and the address: exit {rc}, {message!r}" + ("" if raised else f"\n{err[-3000:]}"))
+    harness.check("plan of epoch 2" not in out and "epoch 2:" not in out,
+                  "train.py stopped at the end of epoch 1")
+    fake.close()
 
-    def answer(conn):
-        with conn, conn.makefile("r") as lines:
-            for line in lines:
-                m = json.loads(line)
-                if m["type"] == "report":
-                    reports.append(m["epoch"])
-                    conn.sendall((json.dumps({
-                        "v": 2, "type": "plan", "job": "someone-else", "epoch": m["epoch"] + 1,
-                        "world": 2, "global_batch": 128, "predicted_epoch_s": 1.0,
-                        "ideal_epoch_s": 1.0, "changed": False, "reason": "not yours",
-                        "hash": "0123456789abcdef", "rank": m["rank"], "batch": 64,
-                        "offset": 64 * m["rank"], "throughput": 1.0}) + "\n").encode())
-                elif m["type"] == "goodbye":
-                    conn.sendall(b'{"v":2,"type":"goodbye"}\n')
-
-    def serve():
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            threading.Thread(target=answer, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    out, err, run = train(tmp, "foreign", "--scheduler", address, "--job", "py-foreign",
-                          "--scheduler-timeout", 30, epochs=1, samples=256)
-    server.close()
-    harness.check(reports == [1, 1], f"both ranks reported epoch 1 to the fake daemon: {reports}")
-    message = ("epoch 2 uses the embedded policy: the daemon sent a plan for job 'someone-else', "
-               "this is job 'py-foreign'")
-    harness.check(message in err, f"the ranks refuse the other job's plan: {message!r}"
-                  + ("" if message in err else f"\n{err[-3000:]}"))
-    harness.check(sources(out) == {2: "embedded-fallback"},
-                  f"the embedded fallback planned instead: {sources(out)}")
-    harness.check(len(run["epochs"]) == 1, "the job finished its epoch")
+    # The same caught in the loop (worker.py foreign): epoch 1's plans are another job's on both
+    # ranks, later epochs' on rank 1 only (rank 0 gets none and waits scheduler_timeout). Every
+    # epoch end raises dbs.PlanError on both ranks with the same message, the embedded plan is
+    # in force, and the run finishes its epochs.
+    fake = ForeignDaemon(rank1_only_from=2)
+    rc, stdout, stderr = harness.ranks(WORKER, "foreign", fake.address, EPOCHS, timeout=120)
+    fake.close()
+    message = ("received a plan for job 'someone-else' from the daemon at "
+               f"{fake.address}, this is job 'py-foreign'")
+    harness.check(rc == 0, f"worker.py foreign: exit {rc}"
+                  + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
+    for epoch in range(EPOCHS):
+        first = 0 if epoch == 0 else 1
+        raised = [line.split("]:", 1)[-1] for line in stdout.splitlines()
+                  if f"epoch {epoch}: PlanError: " in line]
+        want = (f"epoch {epoch}: PlanError: dbs.torch: end of epoch {epoch} (0-based): rank "
+                f"{first} {message}")
+        harness.check(len(raised) == 2 and all(line.startswith(want) for line in raised)
+                      and raised[0] == raised[1],
+                      f"epoch {epoch}: both ranks raise the same dbs.PlanError: {want!r}"
+                      + ("" if len(raised) == 2 else f"\n{stdout[-3000:]}"))
+        planned = re.findall(rf"epoch {epoch}: (\S+) \[(\d+), (\d+)\]", stdout)
+        harness.check(len(planned) == 2 and all(s == "embedded-fallback"
+                                                and int(a) + int(b) == 128
+                                                and [int(a), int(b)] != FOREIGN
+                                                for s, a, b in planned),
+                      f"epoch {epoch}: the embedded fallback's plan is in force: {planned}")
+    harness.check(stdout.count(f"finished {EPOCHS} epochs") == 2,
+                  f"both ranks caught it and finished their {EPOCHS} epochs")

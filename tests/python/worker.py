@@ -10,6 +10,11 @@
                                    for each exception and goes on with the next case
   worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn the same way, planned by
                                    the daemon at HOST:PORT (job py-bad)
+  worker.py foreign HOST:PORT EPOCHS
+                                   job py-foreign planned by the (fake) daemon at HOST:PORT:
+                                   prints "epoch E: Type: message" for an exception of
+                                   end_epoch, catches dbs.PlanError and trains on, then "epoch
+                                   E: SOURCE [b0, b1]" (the next plan) and "finished N epochs"
 """
 
 import json
@@ -148,6 +153,30 @@ def bad_each(cases, scheduler=""):
             print(f"{case}: {type(e).__name__}: {e}", flush=True)
 
 
+def foreign(scheduler, epochs):
+    ddp = DistributedDataParallel(model())
+    train = data()
+    bal = dbs.torch.Balancer(ddp, len(train), B, seed=5, scheduler=scheduler, job="py-foreign",
+                             scheduler_timeout=3)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    done = 0
+    for epoch in range(epochs):
+        bal.set_epoch(epoch)
+        for x, y in DataLoader(train, batch_sampler=bal.sampler):
+            loss = F.cross_entropy(ddp(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        try:
+            bal.end_epoch()
+        except dbs.PlanError as e:
+            print(f"epoch {epoch}: {type(e).__name__}: {e}", flush=True)
+        print(f"epoch {epoch}: {bal.source} {list(bal.plan.batch)}", flush=True)
+        done += 1
+    bal.close()
+    print(f"finished {done} epochs", flush=True)
+
+
 if __name__ == "__main__":
     dbs.torch.init_process_group("gloo")
     torch.set_num_threads(1)
@@ -163,6 +192,8 @@ if __name__ == "__main__":
         bad_each(BAD_DAEMON, rest[0])
     elif mode == "bad":
         bad_each(BAD_EMBEDDED)
+    elif mode == "foreign":
+        foreign(rest[0], int(rest[1]))
     else:
         raise SystemExit(f"worker.py: unknown mode {mode}")
     dbs.torch.destroy_process_group()

@@ -9,7 +9,8 @@ reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoc
 from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who they are with
 the job's key or munge), and the embedded policy plans whenever the daemon's plan is not usable
 (unreachable, untrusted, late, refusing, a plan of another job); in-epoch re-plans stay
-embedded.
+embedded. An outage is no error; a plan of another job on any rank raises dbs.PlanError on
+every rank at that epoch end, once the embedded plan of the next epoch is in force.
 """
 
 import json
@@ -19,6 +20,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import dbs
 from dbs import _dbs
 from dbs.torch.hook import StepClock
 from dbs.torch.sampler import BatchSampler
@@ -193,16 +195,23 @@ class Balancer:
         return sum(step[1] for step in self._steps)
 
     def _begin_epoch(self):
-        """Moves on to the next epoch once the one in progress is done (reporting it first)."""
+        """Moves on to the next epoch once the one in progress is done (reporting it first;
+        a dbs.PlanError of that report is raised once the next epoch is the one in progress)."""
         if self._done == self.steps_per_epoch:
+            error = None
             if not self._reported:
-                self.end_epoch()
+                try:
+                    self.end_epoch()
+                except dbs.PlanError as e:
+                    error = e
             self.epoch += 1
             self._done = 0
             self._reported = False
             self._clock.timer.take()
             self._window = 0
             self.replans = 0
+            if error is not None:
+                raise error
 
     def _before_step(self, step):
         k = self.settings.rebalance_every
@@ -236,17 +245,29 @@ class Balancer:
         return [_dbs.Report.from_json(t) for t in texts]
 
     def set_epoch(self, epoch):
-        """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done."""
-        self._begin_epoch()
+        """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done.
+        When it reports the previous epoch itself (end_epoch was not called), that report's
+        dbs.PlanError is raised after the epoch has started: catch it and train on."""
+        error = None
+        try:
+            self._begin_epoch()
+        except dbs.PlanError as e:
+            error = e
         self._clock.timer.begin()
         if epoch != self.epoch:
             raise ValueError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch {self.epoch}"
                              f" (step {self._done} of {self.steps_per_epoch}); epochs run in "
                              "order, a resumed run starts at its state_dict's epoch")
+        if error is not None:
+            raise error
 
     def end_epoch(self):
         """Reports the finished epoch and makes the next plan (once; set_epoch and the sampler
-        do it when the loop did not). Returns every rank's dbs.Report of the epoch."""
+        do it when the loop did not). Returns every rank's dbs.Report of the epoch.
+
+        Raises dbs.PlanError on every rank when a rank received the daemon's plan for another
+        job: the embedded policy's plan of the next epoch is in force by then, so a caller who
+        catches it can train on (later calls return the reports)."""
         if self._reported:
             return self.reports
         cpu = time.thread_time()
@@ -268,6 +289,13 @@ class Balancer:
         _, self.source = self._planner.next(planning)
         self._check_world(self.plan, "the next plan")
         self._reported = True
+        cause, why = self._planner.fallback()  # the same cause on every rank
+        if cause == "foreign":
+            raise dbs.PlanError(
+                f"dbs.torch: end of epoch {self.epoch} (0-based): {why}. The embedded policy "
+                f"planned the next epoch and its plan is in force; scheduler={self.scheduler!r} "
+                "is not this job's daemon, or the daemon is faulty (catch dbs.PlanError to "
+                "train on with the embedded policy)")
         return self.reports
 
     def close(self, done=True):
