@@ -93,21 +93,26 @@ def default_job():
     return f"slurm-{os.environ['SLURM_JOB_ID']}" if os.environ.get("SLURM_JOB_ID") else ""
 
 
-def read_idx(path):
-    """An IDX file (gzip) as a numpy array: uint8 images (n, 28, 28) or labels (n,)."""
+def read_idx(path, limit=0):
+    """The first `limit` items (0 = all) of an IDX file (gzip) as a numpy array: uint8 images
+    (n, 28, 28) or labels (n,). Only those items are inflated."""
     with gzip.open(path, "rb") as f:
-        raw = f.read()
-    dims = raw[3]
-    shape = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+        dims = f.read(4)[3]
+        shape = [int.from_bytes(f.read(4), "big") for _ in range(dims)]
+        if 0 < limit < shape[0]:
+            shape[0] = limit
+        count = int(np.prod(shape))
+        raw = f.read(count)
+    if len(raw) < count:
+        raise ValueError(f"{path}: truncated: {len(raw)} of {count} data bytes")
+    return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
 
 
 def fashion_mnist(folder, split, limit):
-    """(images float32 (n, 1, 28, 28) in [0, 1], labels int64 (n,)) of split train or t10k."""
-    x = read_idx(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"))
-    y = read_idx(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"))
-    if limit > 0:
-        x, y = x[:limit], y[:limit]
+    """(images float32 (n, 1, 28, 28) in [0, 1], labels int64 (n,)) of split train or t10k: the
+    first `limit` samples (0 = all)."""
+    x = read_idx(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"), limit)
+    y = read_idx(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"), limit)
     return TensorDataset(torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1),
                          torch.from_numpy(y.astype(np.int64)))
 
