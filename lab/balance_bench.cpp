@@ -330,7 +330,7 @@ int run_balance(const BalanceOptions& given) {
   comm->set_threads(limit.threads());
   try {
     const std::vector<std::string> waiting = comm::gather_strings(*comm, comm->waiting());
-    const data::FashionMnist data = data::load_fashion_mnist(o.data_dir);
+    const data::FashionMnist data = data::load_fashion_mnist(o.data_dir, o.train_limit, o.test_limit);
     const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
     // Stand-alone rounds: before the first run, between runs (--solo-between), after the last
     // (--solo-after). rounds[before[i]] came just before run i; rounds[before[i] + 1], if made,

@@ -132,7 +132,7 @@ def train_once(build, world, args, *, quota=None, timeout=3600, log=None):
                              start_new_session=True)
         start, written = time.monotonic(), None
         while p.poll() is None:
-            time.sleep(0.5)
+            time.sleep(0.1)
             now = time.monotonic()
             if written is None and os.path.exists(summary):
                 written = now
