@@ -105,21 +105,32 @@ slurm_up() {
   slurm_wait_idle "$NODES" 30
 }
 
-slurm_down() {  # TERM to every daemon at once, then KILL what still runs after 5 s
+# slurm_running PID: true while process PID exists and has not exited (is not a zombie).
+slurm_running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
+# KILL to every daemon at once, then waits (up to 5 s) until each has exited. `down` removes
+# their state and logs right after, so there is nothing for them to save (TERM took each 1-2 s to
+# exit). An exited daemon counts as gone while still a zombie: its parent is init, which may reap
+# it only seconds later.
+slurm_down() {
   local f pids=()
   for f in "$DIR"/slurm/slurmd-*.pid "$DIR/slurm/slurmctld.pid" "$DIR/munge/munged.pid"; do
     [ -f "$f" ] || continue
     local pid
     pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    kill -KILL "$pid" 2>/dev/null && pids+=("$pid")
   done
   for _ in $(seq 50); do
     local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in "${pids[@]}"; do slurm_running "$pid" && alive=1; done
     [ $alive -eq 0 ] && break
-    sleep 0.1
+    sleep 0.05
   done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
   return 0
 }
 
