@@ -117,7 +117,9 @@ class Stream {
   tcp::socket socket_;
   ssl::context* ctx_;                     // null: plain TCP
   std::unique_ptr<SSL, SslFree> ssl_;     // null until the handshake starts
+  static constexpr std::size_t kCoalesceBytes = 16384;  // one TLS record's worth of plaintext
   std::vector<asio::const_buffer> write_buffers_;  // of the write in flight
+  std::string staging_;  // small buffers of the write in flight, copied together
   unsigned char first_ = 0;
 };
 

@@ -226,7 +226,19 @@ void Stream::write_tls(IoDone done) {
     asio::post(socket_.get_executor(), [done = std::move(done)] { done(asio::error::not_connected, 0); });
     return;
   }
-  write_next(0, 0, 0, std::move(done));
+  // Small messages together go out as one record in one send (a gather of up to 64 short lines
+  // would otherwise cost a record and a system call each); larger ones from their own memory.
+  std::size_t total = 0;
+  for (const auto& b : write_buffers_) total += b.size();
+  if (write_buffers_.size() > 1 && total <= kCoalesceBytes) {
+    staging_.reserve(total);
+    for (const auto& b : write_buffers_) staging_.append(static_cast<const char*>(b.data()), b.size());
+    write_buffers_.assign(1, asio::buffer(staging_));
+  }
+  write_next(0, 0, 0, [this, done = std::move(done)](const error_code& ec, std::size_t n) {
+    std::string().swap(staging_);  // held only while a write is in flight
+    done(ec, n);
+  });
 }
 
 // Writes write_buffers_ from buffer `index`, byte `offset` on; `total` bytes are written so far.
