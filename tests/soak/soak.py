@@ -210,6 +210,7 @@ def run_variant(a, build, variant, use_munge):
                      "--no-progress", "--scheduler-timeout", "30", "--trace",
                      tmp + "/good.jsonl", *good]
         started, cpu0 = time.monotonic(), cpu_seconds(daemon.pid)
+        crowd0 = resource.getrusage(resource.RUSAGE_SELF)
         manager = multiprocessing.Manager()
         stop, polls = manager.Event(), manager.list()
         poller = multiprocessing.Process(target=poll_status, args=(base, token, ca, stop, polls))
@@ -225,6 +226,8 @@ def run_variant(a, build, variant, use_munge):
         status_failed = sum(1 for ok, _ in polls if not ok)
         wall = time.monotonic() - started
         daemon_cpu = cpu_seconds(daemon.pid) - cpu0
+        crowd1 = resource.getrusage(resource.RUSAGE_SELF)
+        crowd_cpu = (crowd1.ru_utime + crowd1.ru_stime) - (crowd0.ru_utime + crowd0.ru_stime)
         alive = daemon.poll() is None
         rejected = None
         if alive:
@@ -249,6 +252,7 @@ def run_variant(a, build, variant, use_munge):
                          "plan_sources": sorted(set(sources)), "ok": good_ok},
             "daemon_alive": alive,
             "daemon_cpu_s": round(daemon_cpu, 1),
+            "crowd_cpu_s": round(crowd_cpu, 1),  # this process: the crowd's event loop
             "load_average_1min": os.getloadavg()[0],
             "daemon_rss_mib_peak": round(max(rss), 1) if rss else None,
             "daemon_rss_mib_bound": a.rss_bound_mib,
@@ -256,6 +260,12 @@ def run_variant(a, build, variant, use_munge):
                                  "p50": percentile(s.latencies, 50),
                                  "p99": percentile(s.latencies, 99),
                                  "max": max(s.latencies) if s.latencies else None},
+            "load_connect_s": {"p50": percentile(s.handshake_s, 50),
+                               "p99": percentile(s.handshake_s, 99),
+                               "max": max(s.handshake_s) if s.handshake_s else None},
+            "load_register_s": {"p50": percentile(s.register_s, 50),
+                                "p99": percentile(s.register_s, 99),
+                                "max": max(s.register_s) if s.register_s else None},
             "status": {"ok": len(status_ms), "failed": status_failed,
                        "ms_p50": percentile(status_ms, 50), "ms_p99": percentile(status_ms, 99)},
             "counts": s.counts,
