@@ -8,7 +8,8 @@ clients that never read, --garbage clients, one job of --big-world ranks, and th
 clients of the variant; GET /status every 100 ms and GET /metrics every second (with the daemon
 token, so that the whole page is rendered). It samples the daemon's resident memory every
 100 ms. Ten seconds into the good job it takes a `dbs-scheduler backup` of the busy state
-directory, which must succeed and restore into a fresh directory.
+directory, which must succeed and restore into a fresh directory (within a minute; the crowd
+keeps the daemon busy until then if the job ends first).
 
 The variants (--variants, default all three, one after the other, each with a daemon of its
 own):
@@ -99,18 +100,22 @@ def sample_rss(pid):
 async def backup_under_load(sched, tmp, result):
     """dbs-scheduler backup of the daemon's state while it is busy, then restore of it."""
     await asyncio.sleep(10)
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = await asyncio.create_subprocess_exec(
         sched, "backup", "--state-dir", tmp + "/state", "--out", tmp + "/backup.tar",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await p.communicate()
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # no other child ends meanwhile
     result.update(exit=p.returncode, seconds=round(time.monotonic() - t0, 2),
+                  cpu_s=round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 2),
                   output=out.decode(errors="replace").strip())
+    t0 = time.monotonic()
     p = await asyncio.create_subprocess_exec(
         sched, "restore", "--from", tmp + "/backup.tar", "--state-dir", tmp + "/restored",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await p.communicate()
-    result.update(restore_exit=p.returncode, restore_output=out.decode(errors="replace").strip())
+    result.update(restore_exit=p.returncode, restore_seconds=round(time.monotonic() - t0, 2),
+                  restore_output=out.decode(errors="replace").strip())
 
 
 async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
@@ -129,7 +134,7 @@ async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
     await asyncio.sleep(3)  # let the crowd connect before the good job starts
     out = open(os.path.join(tmp, "agents.out"), "wb")
     job = await asyncio.create_subprocess_exec(*agent_cmd, env=env, stdout=out, stderr=out)
-    tasks.append(asyncio.create_task(backup_under_load(sched, tmp, backup)))
+    backup_task = asyncio.create_task(backup_under_load(sched, tmp, backup))
     rss, t0 = [], time.monotonic()
     while job.returncode is None and time.monotonic() - t0 < a.duration:
         v = sample_rss(daemon.pid)
@@ -143,6 +148,16 @@ async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
     if job_timed_out:
         job.kill()
         await job.wait()
+    # The backup was taken under load; it and its restore may still run when a short job ends:
+    # the crowd keeps the daemon busy until they end (or a minute passes: then it fails).
+    t1 = time.monotonic()
+    while not backup_task.done() and time.monotonic() - t1 < 60:
+        v = sample_rss(daemon.pid)
+        if v is not None:
+            rss.append(v)
+        await asyncio.wait([backup_task], timeout=0.1)
+    backup_task.cancel()
+    tasks.append(backup_task)
     c.stop.set()
     for t in tasks:
         t.cancel()
