@@ -154,8 +154,8 @@ def measure(a, transport, kind):
                 "kib_per_connection": round((held - before) / a.n, 1),
                 "daemon_cpu_s": round(cpu1 - cpu0, 2), "client_cpu_s": round(client1 - client0, 2),
                 "errors": [repr(e) for e in failed]}
-        if a.malloc_stats:
-            used_after = stats()
+        used_after = stats()
+        if None not in (used_before, used_held, used_after):  # with --malloc-stats, gdb answered
             record.update(malloc_kib_before=used_before // 1024, malloc_kib_held=used_held // 1024,
                           malloc_kib_after_close=used_after // 1024,
                           malloc_kib_per_connection=round((used_held - used_before) / 1024 / a.n, 1))
