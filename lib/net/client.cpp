@@ -59,11 +59,19 @@ void LineClient::reconnect_now() {
 }
 
 void LineClient::send(std::string line) {
+  if (io_.get_executor().running_in_this_thread()) {
+    queue(std::move(line));
+    return;
+  }
   asio::post(io_, [self = shared_from_this(), line = std::move(line)]() mutable {
-    if (self->state_ != State::connected) return;
-    self->queue_.push_back(std::move(line));
-    if (!self->writing_now_) self->write();
+    self->queue(std::move(line));
   });
+}
+
+void LineClient::queue(std::string line) {
+  if (state_ != State::connected) return;
+  queue_.push_back(std::move(line));
+  if (!writing_now_) write();
 }
 
 void LineClient::attempt() {

@@ -45,7 +45,10 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   LineClient(asio::io_context& io, ClientOptions options, ClientCallbacks callbacks);
 
   void start();                 // first attempt now
-  void send(std::string line);  // dropped when not connected (the greeting resends state)
+  // Dropped when not connected (the greeting resends state). From the io thread (the connected
+  // callback) queued at once, so that the greeting goes out before any line another thread
+  // sends meanwhile; from another thread posted to the io thread.
+  void send(std::string line);
   void reconnect_now();         // skip the backoff wait if one is running
   void stop();                  // close, no more attempts
 
@@ -53,6 +56,7 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   void attempt();
   void handshake(unsigned gen);
   void on_connected();
+  void queue(std::string line);  // on the io thread: send() now
   void fail(const std::string& why);
   void read();
   void write();

@@ -108,9 +108,13 @@ void LineSession::set_registered(double idle_s) {
   reader_.set_max_line(limits_.max_message);
 }
 
+std::size_t LineSession::cost(const Message& message) {
+  return message->size() + kEntryBytes;
+}
+
 void LineSession::send(Message message) {
   if (closed_ || closing_) return;
-  const std::size_t n = message->size();
+  const std::size_t n = cost(message);
   if (queued_bytes_ + n > limits_.max_queued || !manager_.reserve_queued(n)) {
     close();  // the peer does not read, or all peers together hold too much: nothing to tell it
     return;
@@ -140,7 +144,12 @@ void LineSession::fail(proto::ErrorCode code, const std::string& message) {
 
 void LineSession::write() {
   writing_now_ = true;
-  writing_.swap(queue_);
+  writing_cost_ = 0;
+  while (!queue_.empty() && writing_.size() < kMaxGather) {
+    writing_cost_ += cost(queue_.front());
+    writing_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
   auto done = [self = shared_from_this()](const error_code& ec, std::size_t n) {
     self->on_write(ec, n);
   };
@@ -153,10 +162,11 @@ void LineSession::write() {
   stream_.async_write(buffers_, std::move(done));
 }
 
-void LineSession::on_write(const error_code& ec, std::size_t n) {
+void LineSession::on_write(const error_code& ec, std::size_t) {
   writing_now_ = false;
   writing_.clear();
-  const std::size_t sent = closed_ ? queued_bytes_ : std::min(queued_bytes_, n);
+  // Written, or failed (then close() below releases the rest): what the batch held is free.
+  const std::size_t sent = closed_ ? queued_bytes_ : std::min(queued_bytes_, writing_cost_);
   queued_bytes_ -= sent;
   manager_.release_queued(sent);
   if (closed_) return;

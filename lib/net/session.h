@@ -1,6 +1,6 @@
 // One accepted TCP connection speaking newline-delimited messages (the "connection" of Asio's
 // HTTP server example). Reads lines through proto::LineReader and hands each to the handler;
-// queues outgoing messages and writes everything queued in one gather write. Runs on one
+// queues outgoing messages and writes them in gather writes of up to 64. Runs on one
 // io_context thread; no method may be called from another thread. With a TLS context the
 // session first handshakes (lib/net/tls.h; bounded by hello_s like the rest of the greeting); a
 // plain client on a TLS port gets one error line in clear text and is closed, and so is a TLS
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,7 +40,8 @@ struct SessionLimits {
                                        // whatever the peer sends meanwhile
   double line_s = 10;                  // an unfinished line must be completed within this
   double close_s = 2;  // a closing or half-closed session that cannot flush is cut after this
-  std::size_t max_queued = 16u << 20;  // bytes waiting to be written; more drops the peer
+  std::size_t max_queued = 16u << 20;  // bytes waiting to be written (with each message's
+                                       // bookkeeping, LineSession::kEntryBytes); more drops the peer
   std::size_t max_queued_total = 256u << 20;  // the same over all sessions of the manager
 };
 
@@ -90,9 +92,20 @@ class LineSession : public std::enable_shared_from_this<LineSession> {
   std::string peer_;
   proto::LineReader reader_;
   std::array<char, 4096> buffer_{};
-  std::vector<Message> queue_, writing_;
+  // A queued message costs its bytes and its entry: the shared_ptr in queue_ and the deque's
+  // share of a block (a shared message, such as the daemon's heartbeat answer, is counted in
+  // full for every session that queues it). Bounds count this cost, so that a flood of small
+  // messages to a peer that does not read is bounded in memory, not only in payload.
+  static constexpr std::size_t kEntryBytes = 2 * sizeof(Message);
+  // Messages per gather write: what one writev takes (IOV_MAX is 1024 and Asio sends 64).
+  static constexpr std::size_t kMaxGather = 64;
+  static std::size_t cost(const Message& message);
+
+  std::deque<Message> queue_;
+  std::vector<Message> writing_;  // the gather write in flight, at most kMaxGather
   std::vector<asio::const_buffer> buffers_;
-  std::size_t queued_bytes_ = 0;
+  std::size_t queued_bytes_ = 0;  // cost() of queue_ and writing_
+  std::size_t writing_cost_ = 0;  // cost() of writing_
   bool writing_now_ = false, closing_ = false, closed_ = false, registered_ = false;
   bool read_closed_ = false;  // the peer shut down its sending side
   bool handshaking_ = false;  // TLS handshake (or the peek before it) under way

@@ -20,11 +20,17 @@ namespace {
 using namespace dbs::net;
 using namespace std::chrono_literals;
 
-// Echoes every line but heartbeats, which it only counts.
+// Echoes every line but heartbeats, which it only counts, and "flood", which it answers with
+// 10,000 copies of one shared two-byte line.
 class Echo : public SessionHandler {
  public:
   void on_line(LineSession& s, std::string_view line) override {
     std::lock_guard lock(mutex);
+    if (line == "flood") {
+      const auto x = std::make_shared<const std::string>("x\n");
+      for (int i = 0; i < 10000 && s.open(); ++i) s.send(x);
+      return;
+    }
     if (line.find("heartbeat") != std::string_view::npos) {
       ++heartbeats;
       return;
@@ -230,6 +236,18 @@ TEST_CASE("Client.ConnectTimesOutWhenNobodyAnswers") {
   CHECK(c.wait([&] { return !c.lost.empty(); }));
   CHECK(c.lost.at(0) == "no connection within 0.2 s");
   ::close(fd);
+}
+
+TEST_CASE("Session.QueuedSmallMessagesCountTheirEntries") {
+  // 10,000 queued two-byte messages are 20 KB of payload but more than 64 KiB of memory (an
+  // entry each): a peer that gets them faster than they can be written is dropped at 64 KiB.
+  SessionLimits limits;
+  limits.max_queued = 64u << 10;
+  Server server(limits);
+  dbs::test::SocketClient c(server.port());
+  c.send("flood\n");
+  for (int i = 0; i < 100 && server.echo.closed < 1; ++i) std::this_thread::sleep_for(20ms);
+  CHECK(server.echo.closed == 1);
 }
 
 TEST_CASE("Session.QueuedBytesAreBoundedOverAllSessions") {

@@ -50,6 +50,8 @@ class Crowd:
         self.a, self.token, self.port, self.tls, self.creds = args, token, port, tls, creds
         self.stop = asyncio.Event()
         self.latencies = []          # seconds, report -> plan, load agents
+        self.handshake_s = []        # seconds, connect -> connected (and TLS handshake done)
+        self.register_s = []         # seconds, connect -> the answer to the register
         self.counts = {"load_plans": 0, "load_errors": 0, "idle_dropped": 0, "deaf_closed": 0,
                        "garbage_answers": 0, "garbage_connections": 0, "big_plans": 0,
                        "connect_failed": 0}
@@ -102,7 +104,12 @@ class Crowd:
 
     async def load_rank(self, j, rank, world):
         job, munge = "load-%d" % j, self.munge_job(j)
-        while conn := await self.reconnect():
+        while True:
+            t0 = time.monotonic()
+            conn = await self.reconnect()
+            if conn is None:
+                return
+            self.handshake_s.append(time.monotonic() - t0)
             r, w = conn
             try:
                 reg = {"v": V, "type": "register", "job": job, "rank": rank, "world": world,
@@ -113,6 +120,7 @@ class Crowd:
                     reg["token"] = self.key(job)
                 w.write(line(reg))
                 msg = json.loads(await r.readline())
+                self.register_s.append(time.monotonic() - t0)
                 if msg.get("type") != "plan":
                     self.counts["load_errors"] += 1
                     if len(self.load_refused) < 5:

@@ -8,7 +8,8 @@ clients that never read, --garbage clients, one job of --big-world ranks, and th
 clients of the variant; GET /status every 100 ms and GET /metrics every second (with the daemon
 token, so that the whole page is rendered). It samples the daemon's resident memory every
 100 ms. Ten seconds into the good job it takes a `dbs-scheduler backup` of the busy state
-directory, which must succeed and restore into a fresh directory.
+directory, which must succeed and restore into a fresh directory (within a minute; the crowd
+keeps the daemon busy until then if the job ends first).
 
 The variants (--variants, default all three, one after the other, each with a daemon of its
 own):
@@ -99,18 +100,22 @@ def sample_rss(pid):
 async def backup_under_load(sched, tmp, result):
     """dbs-scheduler backup of the daemon's state while it is busy, then restore of it."""
     await asyncio.sleep(10)
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = await asyncio.create_subprocess_exec(
         sched, "backup", "--state-dir", tmp + "/state", "--out", tmp + "/backup.tar",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await p.communicate()
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # no other child ends meanwhile
     result.update(exit=p.returncode, seconds=round(time.monotonic() - t0, 2),
+                  cpu_s=round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 2),
                   output=out.decode(errors="replace").strip())
+    t0 = time.monotonic()
     p = await asyncio.create_subprocess_exec(
         sched, "restore", "--from", tmp + "/backup.tar", "--state-dir", tmp + "/restored",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await p.communicate()
-    result.update(restore_exit=p.returncode, restore_output=out.decode(errors="replace").strip())
+    result.update(restore_exit=p.returncode, restore_seconds=round(time.monotonic() - t0, 2),
+                  restore_output=out.decode(errors="replace").strip())
 
 
 async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
@@ -129,7 +134,7 @@ async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
     await asyncio.sleep(3)  # let the crowd connect before the good job starts
     out = open(os.path.join(tmp, "agents.out"), "wb")
     job = await asyncio.create_subprocess_exec(*agent_cmd, env=env, stdout=out, stderr=out)
-    tasks.append(asyncio.create_task(backup_under_load(sched, tmp, backup)))
+    backup_task = asyncio.create_task(backup_under_load(sched, tmp, backup))
     rss, t0 = [], time.monotonic()
     while job.returncode is None and time.monotonic() - t0 < a.duration:
         v = sample_rss(daemon.pid)
@@ -143,6 +148,16 @@ async def crowd_async(a, daemon, crowd, agent_cmd, env, tmp, sched, backup):
     if job_timed_out:
         job.kill()
         await job.wait()
+    # The backup was taken under load; it and its restore may still run when a short job ends:
+    # the crowd keeps the daemon busy until they end (or a minute passes: then it fails).
+    t1 = time.monotonic()
+    while not backup_task.done() and time.monotonic() - t1 < 60:
+        v = sample_rss(daemon.pid)
+        if v is not None:
+            rss.append(v)
+        await asyncio.wait([backup_task], timeout=0.1)
+    backup_task.cancel()
+    tasks.append(backup_task)
     c.stop.set()
     for t in tasks:
         t.cancel()
@@ -210,6 +225,7 @@ def run_variant(a, build, variant, use_munge):
                      "--no-progress", "--scheduler-timeout", "30", "--trace",
                      tmp + "/good.jsonl", *good]
         started, cpu0 = time.monotonic(), cpu_seconds(daemon.pid)
+        crowd0 = resource.getrusage(resource.RUSAGE_SELF)
         manager = multiprocessing.Manager()
         stop, polls = manager.Event(), manager.list()
         poller = multiprocessing.Process(target=poll_status, args=(base, token, ca, stop, polls))
@@ -225,6 +241,8 @@ def run_variant(a, build, variant, use_munge):
         status_failed = sum(1 for ok, _ in polls if not ok)
         wall = time.monotonic() - started
         daemon_cpu = cpu_seconds(daemon.pid) - cpu0
+        crowd1 = resource.getrusage(resource.RUSAGE_SELF)
+        crowd_cpu = (crowd1.ru_utime + crowd1.ru_stime) - (crowd0.ru_utime + crowd0.ru_stime)
         alive = daemon.poll() is None
         rejected = None
         if alive:
@@ -249,6 +267,7 @@ def run_variant(a, build, variant, use_munge):
                          "plan_sources": sorted(set(sources)), "ok": good_ok},
             "daemon_alive": alive,
             "daemon_cpu_s": round(daemon_cpu, 1),
+            "crowd_cpu_s": round(crowd_cpu, 1),  # this process: the crowd's event loop
             "load_average_1min": os.getloadavg()[0],
             "daemon_rss_mib_peak": round(max(rss), 1) if rss else None,
             "daemon_rss_mib_bound": a.rss_bound_mib,
@@ -256,6 +275,12 @@ def run_variant(a, build, variant, use_munge):
                                  "p50": percentile(s.latencies, 50),
                                  "p99": percentile(s.latencies, 99),
                                  "max": max(s.latencies) if s.latencies else None},
+            "load_connect_s": {"p50": percentile(s.handshake_s, 50),
+                               "p99": percentile(s.handshake_s, 99),
+                               "max": max(s.handshake_s) if s.handshake_s else None},
+            "load_register_s": {"p50": percentile(s.register_s, 50),
+                                "p99": percentile(s.register_s, 99),
+                                "max": max(s.register_s) if s.register_s else None},
             "status": {"ok": len(status_ms), "failed": status_failed,
                        "ms_p50": percentile(status_ms, 50), "ms_p99": percentile(status_ms, 99)},
             "counts": s.counts,
