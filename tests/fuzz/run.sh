@@ -31,10 +31,13 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # The targets run at once, each for $seconds seconds.
 run_target() {
   local t=$1 out=$build/fuzz-out/$1
-  rm -rf "$out" && mkdir -p "$out/corpus"
-  "$build/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "$root/tests/fuzz/corpus/$t" \
-    >"$out/log" 2>&1
+  local rc=0
+  rm -rf "$out" && mkdir -p "$out/corpus" "$out/tmp"
+  TMPDIR=$out/tmp "$build/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" \
+    "$root/tests/fuzz/corpus/$t" >"$out/log" 2>&1 || rc=$?
+  rm -rf "$out/tmp"  # what the target made there (state_fuzz's scratch directory)
+  return $rc
 }
 declare -A pid
 for t in "${targets[@]}"; do

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "lib/common/error.h"
@@ -19,11 +20,14 @@
 
 namespace {
 
+// A directory of this process under $TMPDIR (tests/fuzz/run.sh gives each target its own
+// and removes it after the run: libFuzzer's exit runs no clean-up of ours).
 const std::string& scratch() {
   static const std::string dir = [] {
-    char name[] = "/tmp/dbs-state-fuzz.XXXXXX";
+    std::string name = (std::filesystem::temp_directory_path() / "dbs-state-fuzz.XXXXXX").string();
     dbs::log::set_level(dbs::log::Level::error);
-    return std::string(::mkdtemp(name));
+    if (::mkdtemp(name.data()) == nullptr) throw std::runtime_error("mkdtemp " + name + " failed");
+    return name;
   }();
   return dir;
 }
