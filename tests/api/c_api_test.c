@@ -3,24 +3,10 @@
  * samples, and every bad input returns its status with a message naming what is at fault.
  * Exit 0 passes; each failure prints the line. */
 #include <dbs/dbs.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                  \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                     \
-    }                                                                 \
-  } while (0)
-
-/* A two-rank allgather over a barrier: each rank writes its bytes into a shared buffer, all
- * wait, all copy it out, all wait again before the buffer is reused. */
-enum { kWorld = 2, kMaxBytes = 4096 };
-static pthread_barrier_t barrier;
-static unsigned char shared[kWorld * kMaxBytes];
+#include "c_ranks.h"
 
 typedef struct {
   int rank;
@@ -35,16 +21,6 @@ typedef struct {
   int64_t indices[128];
   int64_t count;
 } rank_args;
-
-static int allgather(void* user, const void* in, size_t bytes, void* out) {
-  const int rank = *(const int*)user;
-  if (bytes > kMaxBytes) return 1;
-  memcpy(shared + (size_t)rank * bytes, in, bytes);
-  pthread_barrier_wait(&barrier);
-  memcpy(out, shared, kWorld * bytes);
-  pthread_barrier_wait(&barrier);
-  return 0;
-}
 
 static void* run_rank(void* arg) {
   rank_args* a = (rank_args*)arg;
@@ -113,15 +89,6 @@ static void* run_rank(void* arg) {
   return NULL;
 }
 
-static void run_world(rank_args* args) {
-  pthread_t t[kWorld];
-  int r;
-  pthread_barrier_init(&barrier, NULL, kWorld);
-  for (r = 0; r < kWorld; ++r) pthread_create(&t[r], NULL, run_rank, &args[r]);
-  for (r = 0; r < kWorld; ++r) pthread_join(t[r], NULL);
-  pthread_barrier_destroy(&barrier);
-}
-
 int main(void) {
   int major = -1, minor = -1, r;
   rank_args args[kWorld];
@@ -137,7 +104,7 @@ int main(void) {
    * samples are split 78:26, rank 1's slice being the permutation's [7*128 + 78, 1000). */
   memset(args, 0, sizeof args);
   for (r = 0; r < kWorld; ++r) args[r].rank = r;
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   EXPECT(dbs_permutation(1000, 5, 2, perm) == DBS_OK);
   for (r = 0; r < kWorld; ++r) {
     EXPECT(args[r].status == DBS_OK);
@@ -154,7 +121,7 @@ int main(void) {
     args[r].rank = r;
     args[r].mode = 1;
   }
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   for (r = 0; r < kWorld; ++r) {
     EXPECT(args[r].status == DBS_OK);
     EXPECT(args[r].replanned);
@@ -167,7 +134,7 @@ int main(void) {
     args[r].rank = r;
     args[r].mode = 2;
   }
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   for (r = 0; r < kWorld; ++r) {
     EXPECT(args[r].status == DBS_OK);
     EXPECT(args[r].restored);
@@ -181,7 +148,7 @@ int main(void) {
     args[r].rank = r;
     args[r].fail_policy = 1;
   }
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   for (r = 0; r < kWorld; ++r) {
     EXPECT(args[r].status == DBS_ERROR_CONFIG);
     EXPECT(strstr(args[r].message, "rank 1 has policy 'static'") != NULL);

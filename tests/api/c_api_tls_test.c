@@ -6,18 +6,11 @@
  * DBS_ERROR_CONFIG or DBS_ERROR_INPUT naming the field.
  * Usage: test-c-api-tls ADDRESS CA OTHER_CA JOB_KEY NOT_PEM. Exit 0 passes. */
 #include <dbs/dbs.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                     \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                        \
-    }                                                                    \
-  } while (0)
+#include "c_ranks.h"
+
 /* EXPECT_ERROR(call, status, text): call returns status and dbs_last_error() holds text. */
 #define EXPECT_ERROR(call, status, text)                                           \
   do {                                                                             \
@@ -29,21 +22,6 @@ static int failures = 0;
       ++failures;                                                                  \
     }                                                                              \
   } while (0)
-
-/* A two-rank allgather over a barrier (as in c_api_test.c). */
-enum { kWorld = 2, kMaxBytes = 4096 };
-static pthread_barrier_t barrier;
-static unsigned char shared[kWorld * kMaxBytes];
-
-static int allgather(void* user, const void* in, size_t bytes, void* out) {
-  const int rank = *(const int*)user;
-  if (bytes > kMaxBytes) return 1;
-  memcpy(shared + (size_t)rank * bytes, in, bytes);
-  pthread_barrier_wait(&barrier);
-  memcpy(out, shared, kWorld * bytes);
-  pthread_barrier_wait(&barrier);
-  return 0;
-}
 
 typedef struct {
   int rank;
@@ -109,15 +87,6 @@ static void* run_rank(void* arg) {
   return NULL;
 }
 
-static void run_world(rank_args* args) {
-  pthread_t t[kWorld];
-  int r;
-  pthread_barrier_init(&barrier, NULL, kWorld);
-  for (r = 0; r < kWorld; ++r) pthread_create(&t[r], NULL, run_rank, &args[r]);
-  for (r = 0; r < kWorld; ++r) pthread_join(t[r], NULL);
-  pthread_barrier_destroy(&barrier);
-}
-
 /* Both ranks planned epoch 1 from `source`, a valid plan of the global batch. */
 static void expect_planned(const rank_args* args, const char* source) {
   int r;
@@ -154,7 +123,7 @@ int main(int argc, char** argv) {
     args[r].key = argv[4];
     args[r].job = "c-api-tls";
   }
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   expect_planned(args, "daemon");
   EXPECT(args[0].batch[1] < args[0].batch[0]); /* the slow rank 1 got less */
   for (r = 0; r < kWorld; ++r) EXPECT(args[r].fallback == DBS_FALLBACK_NONE);
@@ -164,7 +133,7 @@ int main(int argc, char** argv) {
     memset(args[r].source, 0, sizeof args[r].source);
     args[r].ca = argv[3];
   }
-  run_world(args);
+  run_world(run_rank, args, sizeof *args);
   expect_planned(args, "embedded-fallback");
   for (r = 0; r < kWorld; ++r) EXPECT(args[r].fallback == DBS_FALLBACK_OUTAGE);
 
