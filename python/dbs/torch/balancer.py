@@ -195,10 +195,11 @@ class Balancer:
         return sum(step[1] for step in self._steps)
 
     def _begin_epoch(self):
-        """Moves on to the next epoch once the one in progress is done (reporting it first;
-        a dbs.PlanError of that report is raised once the next epoch is the one in progress)."""
+        """Moves on to the next epoch once the one in progress is done (reporting it first).
+        Returns the dbs.PlanError of that report, if any, for set_epoch to raise once the next
+        epoch has started."""
+        error = None
         if self._done == self.steps_per_epoch:
-            error = None
             if not self._reported:
                 try:
                     self.end_epoch()
@@ -210,8 +211,7 @@ class Balancer:
             self._clock.timer.take()
             self._window = 0
             self.replans = 0
-            if error is not None:
-                raise error
+        return error
 
     def _before_step(self, step):
         k = self.settings.rebalance_every
@@ -248,11 +248,7 @@ class Balancer:
         """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done.
         When it reports the previous epoch itself (end_epoch was not called), that report's
         dbs.PlanError is raised after the epoch has started: catch it and train on."""
-        error = None
-        try:
-            self._begin_epoch()
-        except dbs.PlanError as e:
-            error = e
+        error = self._begin_epoch()
         self._clock.timer.begin()
         if epoch != self.epoch:
             raise ValueError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch {self.epoch}"
