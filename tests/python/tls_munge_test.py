@@ -26,6 +26,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tls_certs import make_certs  # noqa: E402
+
 harness.skip_unless_ready()
 # meson's timeout sends SIGTERM: exit through the finally blocks, which stop munged and the daemon.
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -36,25 +39,11 @@ TRAIN = os.path.join(harness.ROOT, "examples/pytorch/train.py")
 
 
 def make_tls(folder):
-    """A CA (ca.pem) and a server certificate it signed for localhost and 127.0.0.1
-    (server.pem, server.key) in folder, as tests/e2e/common.bash's make_tls."""
-    os.makedirs(folder)
-    steps = [
-        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-days", "2", "-subj", "/CN=dbs test CA", "-keyout", "ca.key", "-out", "ca.pem",
-         "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
-        ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-subj", "/CN=dbs test server", "-keyout", "server.key", "-out", "server.csr"],
-        ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-         "-CAcreateserial", "-days", "2", "-extfile", "server.ext", "-out", "server.pem"],
-    ]
-    with open(os.path.join(folder, "server.ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    for step in steps:
-        run = subprocess.run(["openssl", *step], cwd=folder, capture_output=True, text=True)
-        if run.returncode != 0:
-            harness.fail(f"openssl {' '.join(step)}: {run.stderr}")
+    """A CA (ca.pem) and a server certificate it signed (server.pem, server.key) in folder."""
+    try:
+        make_certs(folder)
+    except RuntimeError as e:
+        harness.fail(str(e))
 
 
 class Munged:
