@@ -1,6 +1,8 @@
 # Sourced by agents/run-local.sh and tests/run.sh: installs what is missing from Debian's
 # packages (only what is missing; apt-get update at most once) and builds incrementally.
 #   dbs_setup_packages        install missing packages
+#   dbs_setup_test_packages   install what only the tests need (clang-format-14 for the format
+#                             check); tests/run.sh calls it, the quick start's training does not
 #   dbs_setup_cluster_packages  install what tests/cluster/ needs (Slurm, munge, bridge tools);
 #                             only the cluster scripts call it, so the quick start pulls no Slurm
 #   dbs_build DIR [ARGS...]   configure DIR once (meson ARGS), then ninja it
@@ -16,11 +18,18 @@ DBS_PACKAGES=(
   python3-torch pybind11-dev python3-pybind11
 )
 
+# What the tests need beyond DBS_PACKAGES (tests/format/clang_format.sh).
+DBS_TEST_PACKAGES=(clang-format-14)
+
 # What tests/cluster/cluster.sh needs beyond DBS_PACKAGES.
 DBS_CLUSTER_PACKAGES=(slurmctld slurmd slurm-client munge iproute2 bridge-utils util-linux)
 
 dbs_setup_packages() {
   dbs_install_missing "${DBS_PACKAGES[@]}"
+}
+
+dbs_setup_test_packages() {
+  dbs_install_missing "${DBS_TEST_PACKAGES[@]}"
 }
 
 dbs_setup_cluster_packages() {

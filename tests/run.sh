@@ -38,7 +38,7 @@ done
 
 source "$(dirname "$0")/../agents/setup.sh"
 cd "$DBS_ROOT"
-dbs_setup_packages || exit 1
+dbs_setup_packages && dbs_setup_test_packages || exit 1
 
 closing() {  # closing PASSED FAILED SKIPPED: the last line, and the exit status
   if [ "$3" -gt 0 ]; then echo "$1 passed, $2 failed, $3 skipped"; else echo "$1 passed, $2 failed"; fi
