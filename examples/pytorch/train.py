@@ -226,12 +226,13 @@ def main(args):
     else:
         balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
                                       seed=args.seed, rebalance_every=args.rebalance_every,
-                                      slowdown=slowdown, scheduler=args.scheduler,
+                                      scheduler=args.scheduler,
                                       job=args.job, token_file=args.token_file,
                                       scheduler_timeout=args.scheduler_timeout,
                                       scheduler_connect_timeout=args.scheduler_connect_timeout,
                                       tls_ca=args.tls_ca, auth=args.auth,
                                       munge_socket=args.munge_socket)
+        balancer.slowdown = slowdown  # --disturb: this rank's injected sleep
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)
         steps = balancer.steps_per_epoch

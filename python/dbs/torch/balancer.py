@@ -41,8 +41,6 @@ class Balancer:
                      when the previous step is done
     min_batch, max_batch, min_gain: the policy's bounds (max_batch 0 = B) and the predicted gain
                      below which dbs keeps its plan
-    slowdown:        None, or f(compute_s) -> seconds to sleep after each step's backward,
-                     counted as compute and work (to emulate a slower node in experiments)
     group:           the process group (None = the default one)
     scheduler:       "HOST:PORT" of dbs-scheduler serve: the end-of-epoch plans come from it,
                      with the embedded policy as the fallback ("" = the embedded policy only)
@@ -56,10 +54,13 @@ class Balancer:
                      given, else munge when dbs has it), "token" or "munge" (a munge
                      credential of the user running the rank; the job belongs to that uid)
     munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
+
+    slowdown (an attribute, None): experiments set it to f(compute_s) -> seconds to sleep after
+    each step's backward, counted as compute and work, to emulate a slower node.
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
-                 rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
+                 rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
                  scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
         if not dist.is_initialized():
@@ -105,7 +106,7 @@ class Balancer:
             auth=str(auth), munge_socket=str(os.environ.get("MUNGE_SOCKET", "")
                                              if munge_socket is None else munge_socket))
         self._closed = False
-        self.slowdown = slowdown
+        self.slowdown = None    # the experiments' hook (above)
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
         self._done = 0          # its steps whose backward finished
         self._reported = False  # its end was reported and the next plan made
