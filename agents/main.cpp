@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
                                     : data::read_subset(opts.train.train_subset).indices.size();
     train::validate(opts.train, comm->size(), n_train);
     const std::unique_ptr<Planner> planner = make_planner(
-        train::settings_of(opts.train, n_train), comm::group_of(*comm), opts.scheduler,
-        opts.scheduler_auth);
+        train::settings_of(opts.train, n_train), comm::group_of(*comm), opts.scheduler);
     const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
     planner->finish(result.stop_signal == 0);
     if (result.stop_signal != 0) {

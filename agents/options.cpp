@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "lib/api/remote.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/terminal.h"
-#include "lib/net/address.h"
 #include "lib/nn/model.h"
+#include "lib/planner/remote_check.h"
 #include "lib/policy/policy.h"
 
 namespace dbs::agent {
@@ -58,17 +57,18 @@ int launcher_world() {
   return 0;
 }
 
-// The policy's settings are valid for the job: a bad --policy, --min-batch, --max-batch fails
-// before MPI starts. World: the launcher's, or the sizes of fixed:..., or 1.
+// The policy fits the job: fixed: sizes for its ranks, --min-batch and --max-batch a global
+// batch they can make; fails before MPI starts. World: the launcher's, or the number of fixed:
+// sizes, or 1.
 void check_policy(const train::Config& c) {
   int world = launcher_world();
-  if (world == 0 && c.policy.starts_with("fixed:"))
-    world = 1 + static_cast<int>(std::count(c.policy.begin(), c.policy.end(), ','));
+  if (world == 0 && c.policy.kind == PolicySpec::Kind::fixed)
+    world = static_cast<int>(c.policy.sizes.size());
   try {
     policy::make_policy(train::settings_of(c, 1), std::max(world, 1));
   } catch (const ConfigError& e) {
-    throw ConfigError("--policy " + c.policy + " (" + std::to_string(std::max(world, 1)) +
-                      " rank(s)): " + e.what());
+    throw ConfigError("--policy " + to_string(c.policy) + " (" +
+                      std::to_string(std::max(world, 1)) + " rank(s)): " + e.what());
   }
 }
 
@@ -88,7 +88,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   // A later occurrence of an option overrides an earlier one, so wrapper scripts can pass
   // defaults and the user's arguments after them win. List options collect every occurrence.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string scaling = "none";
+  std::string scaling = "none", auth = "auto", policy = "dbs";
   std::vector<std::string> disturb;
   bool no_progress = false, progress = false;
   using cli::above, cli::at_least, cli::between;
@@ -115,7 +115,7 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--seed", c.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()->group(model);
 
   const char* const balance = "Balance";
-  app.add_option("--policy", c.policy, "balancing policy: dbs (per-rank cost model alpha + beta b fitted from step times, water-filled, with hysteresis), dbs-rate (batch in proportion to measured speed), static or fixed:b0,b1,...")->capture_default_str()->group(balance);
+  app.add_option("--policy", policy, "balancing policy: dbs (per-rank cost model alpha + beta b fitted from step times, water-filled, with hysteresis), dbs-rate (batch in proportion to measured speed), static or fixed:b0,b1,...")->capture_default_str()->group(balance);
   app.add_option("--min-batch", c.min_batch, "smallest per-rank batch a plan may give")->capture_default_str()->check(at_least(1))->group(balance);
   app.add_option("--max-batch", c.max_batch, "largest per-rank batch (0 = the global batch)")->capture_default_str()->check(at_least(0))->group(balance);
   app.add_option("--min-gain", c.min_gain, "dbs keeps its plan below this predicted gain (fraction)")->capture_default_str()->check(between(0, 0.999999))->group(balance);
@@ -129,11 +129,11 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";
-  RemoteOptions& sc = o.scheduler;
+  Remote& sc = o.scheduler;
   app.add_option("--scheduler", sc.address, "HOST:PORT of dbs-scheduler serve; plans come from it, the embedded policy is the fallback")->envname("DBS_SCHEDULER")->group(daemon);
   app.add_option("--token-file", sc.token_file, "the job's key for --scheduler (a file only its owner may read)")->envname("DBS_TOKEN_FILE")->group(daemon);
-  app.add_option("--auth", o.scheduler_auth.mode, "how the ranks prove who they are to --scheduler: token (--token-file), munge (a munge credential of the user) or auto (the token file when given, else munge when munged answers)")->capture_default_str()->check(CLI::IsMember({"auto", "token", "munge"}))->group(daemon);
-  app.add_option("--munge-socket", o.scheduler_auth.munge_socket, "munged's socket for --auth munge (default: munge's own, /run/munge/munge.socket.2)")->envname("MUNGE_SOCKET")->group(daemon);
+  app.add_option("--auth", auth, "how the ranks prove who they are to --scheduler: token (--token-file), munge (a munge credential of the user) or auto (the token file when given, else munge when munged answers)")->capture_default_str()->check(CLI::IsMember({"auto", "token", "munge"}))->group(daemon);
+  app.add_option("--munge-socket", sc.munge_socket, "munged's socket for --auth munge (default: munge's own, /run/munge/munge.socket.2)")->envname("MUNGE_SOCKET")->group(daemon);
   app.add_option("--tls-ca", sc.tls_ca, "PEM CA certificate: speak TLS to --scheduler and verify its certificate against this CA and the HOST of --scheduler (default: plain TCP)")->envname("DBS_TLS_CA")->group(daemon);
   app.add_option("--job", sc.job, "job id at the daemon, the same on every rank (e.g. $SLURM_JOB_ID)")->envname("DBS_JOB")->group(daemon);
   app.add_option("--scheduler-timeout", sc.timeout_s, "seconds to wait for the daemon's plan at the end of an epoch")->capture_default_str()->check(above(0))->group(daemon);
@@ -169,18 +169,23 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     } else {
       o.node_cpus = threads_from_env("SLURM_CPUS_ON_NODE");
     }
+    try {
+      c.policy = parse_policy(policy);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--policy: ") + e.what());
+    }
     c.schedule.scaling = optim::parse_scaling(scaling);
     optim::validate(c.schedule, c.global_batch);
     if (progress && no_progress) throw ConfigError("--progress and --no-progress contradict each other");
     c.progress = progress || (!no_progress && job_output_is_terminal());
-    for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
+    for (const auto& d : disturb) c.disturbances.push_back(trace::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
     train::check_exchange(c);
-    api::check_auth_mode(o.scheduler_auth.mode, "--auth");  // munge in a build without it
+    sc.auth = planner::parse_auth(auth, "--auth");  // munge in a build without it
     if (!sc.address.empty()) {
-      net::parse_host_port(sc.address, "--scheduler");
+      planner::check_address(sc.address, "--scheduler");
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
-      api::check_tls_ca(sc.tls_ca, "--tls-ca");
+      planner::check_tls_ca(sc.tls_ca, "--tls-ca");
     }
     check_policy(c);
     if (!fs::is_directory(c.data_dir)) throw ConfigError("--data " + c.data_dir + ": no such folder");

@@ -10,8 +10,7 @@ namespace dbs::agent {
 
 struct Options {
   train::Config train;            // everything the training loop needs
-  RemoteOptions scheduler;        // the daemon, if any (address empty: none)
-  RemoteAuth scheduler_auth;      // how the ranks prove who they are to it
+  Remote scheduler;               // the daemon, if any (address empty: none)
   std::string log_level = "info"; // debug | info | warning | error
   std::string simd = "auto";      // fast kernels: auto | a name of nn::simd_supported()
   // Where train.threads came from: "--threads", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS", or

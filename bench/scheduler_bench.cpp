@@ -49,8 +49,8 @@ double speed_of(int rank) {
   return 1000.0 * (1 + rank % 4);
 }
 
-policy::Report report_of(int rank, std::int64_t epoch, int batch) {
-  policy::Report r;
+Report report_of(int rank, std::int64_t epoch, int batch) {
+  Report r;
   r.rank = rank;
   r.epoch = epoch;
   r.batch = batch;
@@ -61,8 +61,8 @@ policy::Report report_of(int rank, std::int64_t epoch, int batch) {
   return r;
 }
 
-policy::Settings config_of(int world) {
-  policy::Settings c;
+Settings config_of(int world) {
+  Settings c;
   c.global_batch = 32 * world;
   c.samples_per_epoch = 640L * world;
   return c;
@@ -214,7 +214,7 @@ PlanTiming time_plan(int ranks, int rounds) {
   std::size_t bytes = 0;
   for (int e = 0; e < rounds; ++e) {
     for (int r = 0; r < ranks; ++r) {
-      policy::Report rep = report_of(r, e, job.current().batch[static_cast<std::size_t>(r)]);
+      Report rep = report_of(r, e, job.current().batch[static_cast<std::size_t>(r)]);
       rep.compute_s *= 1.0 + 0.01 * ((r * 7 + e * 3) % 5);  // noise, so plans keep changing
       job.add(rep);
     }

@@ -26,7 +26,7 @@ struct BalanceOptions {
   std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
   std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
   std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
-  double min_gain = policy::Settings{}.min_gain;  // dbs keeps its plan below this predicted gain
+  double min_gain = Settings{}.min_gain;  // dbs keeps its plan below this predicted gain
   int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
   std::size_t solo_limit = 3000;              // samples per stand-alone epoch
   bool solo_after = true;                     // stand-alone runs after the policy runs as well
@@ -37,7 +37,7 @@ struct BalanceOptions {
 };
 
 // --disturb specs; "" and "none" add nothing.
-std::vector<train::Disturbance> disturbances(const BalanceOptions& o);
+std::vector<trace::Disturbance> disturbances(const BalanceOptions& o);
 
 // The training config every run and stand-alone run starts from.
 train::Config base_config(const BalanceOptions& o);

@@ -61,10 +61,10 @@ namespace dbs::lab {
 using policy::ideal_time;  // N / sum of the rates, 0 without rates
 
 // --disturb specs; "" and "none" add nothing.
-std::vector<train::Disturbance> disturbances(const BalanceOptions& o) {
-  std::vector<train::Disturbance> out;
+std::vector<trace::Disturbance> disturbances(const BalanceOptions& o) {
+  std::vector<trace::Disturbance> out;
   for (const auto& d : o.disturb)
-    if (!d.empty() && d != "none") out.push_back(train::parse_disturbance(d));
+    if (!d.empty() && d != "none") out.push_back(trace::parse_disturbance(d));
   return out;
 }
 
@@ -167,7 +167,11 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
     name.resize(name.size() - suffix.size());
   }
   const auto at = name.find('@');
-  c.policy = name.substr(0, at);
+  try {
+    c.policy = parse_policy(name.substr(0, at));
+  } catch (const ConfigError& e) {
+    throw ConfigError("--runs " + run + ": " + e.what());
+  }
   if (at != std::string::npos) {
     const std::string k = name.substr(at + 1);
     if (k.empty() || k.size() > 6 || k.find_first_not_of("0123456789") != std::string::npos || k == "0")

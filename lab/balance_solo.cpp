@@ -15,11 +15,11 @@ namespace {
 // throughout (where it is rank 0): the stand-alone speed under the disturbance.
 train::Config solo_config(const BalanceOptions& o, int r, std::size_t limit) {
   train::Config c = base_config(o);
-  c.policy = "static";
+  c.policy = parse_policy("static");
   c.epochs = o.solo_epochs;
   c.train_limit = limit;
   c.test_limit = 256;
-  for (train::Disturbance d : disturbances(o)) {
+  for (trace::Disturbance d : disturbances(o)) {
     if (d.rank != r) continue;
     d.rank = 0;
     d.from = 1.0;

@@ -18,10 +18,10 @@
 int main(int argc, char** argv) {
   const std::int64_t samples = 6000;
   dbs::Settings settings;
-  settings.policy = argc > 1 ? argv[1] : "dbs-rate";
   settings.global_batch = 128;
   settings.samples_per_epoch = samples;
   try {
+    settings.policy = dbs::parse_policy(argc > 1 ? argv[1] : "dbs-rate");
     const dbs::Group group{0, 1, {}, "", ""};
     std::unique_ptr<dbs::Planner> planner = dbs::make_planner(settings, group);
     std::printf("libdbs %d.%d\n", dbs::api_version().major, dbs::api_version().minor);

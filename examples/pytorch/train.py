@@ -224,14 +224,13 @@ def main(args):
         loader = DataLoader(train, batch_size=args.batch // world, sampler=sampler)
         timing, balancer, steps = StaticTiming(ddp, slowdown), None, len(loader)
     else:
+        remote = dbs.Remote(address=args.scheduler, job=args.job, token_file=args.token_file,
+                            timeout_s=args.scheduler_timeout,
+                            connect_timeout_s=args.scheduler_connect_timeout,
+                            tls_ca=args.tls_ca, auth=args.auth, munge_socket=args.munge_socket)
         balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
                                       seed=args.seed, rebalance_every=args.rebalance_every,
-                                      scheduler=args.scheduler,
-                                      job=args.job, token_file=args.token_file,
-                                      scheduler_timeout=args.scheduler_timeout,
-                                      scheduler_connect_timeout=args.scheduler_connect_timeout,
-                                      tls_ca=args.tls_ca, auth=args.auth,
-                                      munge_socket=args.munge_socket)
+                                      remote=remote)
         balancer.slowdown = slowdown  # --disturb: this rank's injected sleep
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)

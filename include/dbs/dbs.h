@@ -36,7 +36,9 @@ typedef struct dbs_settings dbs_settings;
  * max batch 0 (= global batch), min gain 0.02, rebalance every 0 (per epoch). */
 dbs_status dbs_settings_create(dbs_settings** out);
 void dbs_settings_destroy(dbs_settings* settings);
-/* "dbs" | "dbs-rate" | "static" | "fixed:b0,b1,..." */
+/* "dbs" | "dbs-rate" | "static" | "fixed:b0,b1,..."; DBS_ERROR_CONFIG naming it for another
+ * name or a fixed: size that is not an integer >= 1 (whether the sizes fit the world and the
+ * global batch, dbs_planner_create checks). */
 dbs_status dbs_settings_set_policy(dbs_settings* settings, const char* policy);
 dbs_status dbs_settings_set_global_batch(dbs_settings* settings, int global_batch);
 dbs_status dbs_settings_set_samples_per_epoch(dbs_settings* settings, int64_t samples);
@@ -44,32 +46,7 @@ dbs_status dbs_settings_set_batch_bounds(dbs_settings* settings, int min_batch, 
 dbs_status dbs_settings_set_min_gain(dbs_settings* settings, double min_gain);
 dbs_status dbs_settings_set_rebalance_every(dbs_settings* settings, int steps);
 
-/* ---- the planner of a job on this rank ---- */
-/* The caller's allgather: every rank gives `bytes` bytes at `in`; `out` (world * bytes) gets
- * rank r's at r * bytes. Returns 0 on success, anything else on failure (DBS_ERROR_COMM). */
-typedef int (*dbs_allgather_fn)(void* user, const void* in, size_t bytes, void* out);
-
-/* Where the daemon is, for dbs_planner_create with a daemon; zero-initialise it and set what
- * applies. address NULL or "" = the embedded policy only. This struct is the API 1.0 form and
- * keeps its layout: plain TCP, auth "auto". dbs_remote below (API 1.2) has every field. */
-typedef struct dbs_remote_options {
-  const char* address;      /* HOST:PORT of dbs-scheduler serve */
-  const char* token_file;   /* the job key file */
-  const char* job;          /* job id, the same on every rank */
-  double timeout_s;         /* wait for the daemon's plan at an epoch end (0 = 10 s) */
-  double connect_timeout_s; /* one connection attempt (0 = 2 s) */
-} dbs_remote_options;
-
-typedef struct dbs_planner dbs_planner;
-/* Collective. The planner of rank `rank` of `world` ranks: the embedded policy of settings, or
- * (remote non-NULL with an address) the daemon with the embedded policy as its fallback. Fails
- * with DBS_ERROR_CONFIG on every rank when the ranks' settings differ, for an unknown policy or a
- * fixed: spec that does not fit the world or the global batch. allgather may be NULL only when
- * world is 1. */
-dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
-                              dbs_allgather_fn allgather, void* user,
-                              const dbs_remote_options* remote, dbs_planner** out);
-/* ---- the daemon, with TLS and authentication (API 1.2) ----
+/* ---- the way to the daemon (dbs::Remote) ----
  * An opaque handle set one field per call: a field added later is a new function, never a
  * change to a layout a program was compiled with. Each setter checks its value at once and names
  * the field in dbs_last_error(). Strings are copied. */
@@ -80,12 +57,12 @@ void dbs_remote_destroy(dbs_remote* remote);
 /* HOST:PORT of dbs-scheduler serve (NULL or "" = the embedded policy only); DBS_ERROR_CONFIG
  * when it is not HOST:PORT. */
 dbs_status dbs_remote_set_address(dbs_remote* remote, const char* address);
-/* The job id at the daemon, the same on every rank. */
+/* The job id at the daemon, the same on every rank (required with an address). */
 dbs_status dbs_remote_set_job(dbs_remote* remote, const char* job);
 /* The job key file (dbs-scheduler job-key), read when the planner is made. */
 dbs_status dbs_remote_set_token_file(dbs_remote* remote, const char* token_file);
 /* Seconds to wait for the daemon's plan at an epoch end, and per connection attempt (TLS
- * handshake included); both > 0, else DBS_ERROR_INPUT. */
+ * handshake included); both > 0, else DBS_ERROR_CONFIG. */
 dbs_status dbs_remote_set_timeouts(dbs_remote* remote, double timeout_s, double connect_timeout_s);
 /* A PEM CA file: speak TLS to the daemon and verify its certificate against this CA and the
  * HOST of the address. NULL or "" = plain TCP. DBS_ERROR_CONFIG ("tls_ca PATH: ...") when the
@@ -100,14 +77,25 @@ dbs_status dbs_remote_set_auth(dbs_remote* remote, const char* mode);
 dbs_status dbs_remote_set_munge_socket(dbs_remote* remote, const char* socket);
 /* 1 when this library was built with munge, else 0. */
 int dbs_has_munge(void);
-/* Collective. dbs_planner_create with the daemon of `remote` (NULL or no address = the embedded
- * policy only). Also DBS_ERROR_CONFIG for auth "token" without a token file, or a token file
- * that cannot be read. A daemon that cannot be reached, or whose certificate the CA does not
- * vouch for, is no error: the embedded policy plans those epochs (source "embedded-fallback")
- * and the log says why on stderr. */
-dbs_status dbs_planner_create_remote(const dbs_settings* settings, int rank, int world,
-                                     dbs_allgather_fn allgather, void* user,
-                                     const dbs_remote* remote, dbs_planner** out);
+
+/* ---- the planner of a job on this rank ---- */
+/* The caller's allgather: every rank gives `bytes` bytes at `in`; `out` (world * bytes) gets
+ * rank r's at r * bytes. Returns 0 on success, anything else on failure (DBS_ERROR_COMM). */
+typedef int (*dbs_allgather_fn)(void* user, const void* in, size_t bytes, void* out);
+
+typedef struct dbs_planner dbs_planner;
+/* Collective. The planner of rank `rank` of `world` ranks: the embedded policy of settings
+ * (remote NULL or without an address), or the daemon of `remote` with the embedded policy as its
+ * fallback. Fails with DBS_ERROR_CONFIG on every rank when the ranks' settings differ, when any
+ * rank's remote is at fault (no job, a token file or CA file that cannot be read, auth "token"
+ * without a token file: that rank names the field, the others the rank), for an unknown policy
+ * or a fixed: spec that does not fit the world or the global batch. A daemon that cannot be
+ * reached, or whose certificate the CA does not vouch for, is no error: the embedded policy
+ * plans those epochs (source "embedded-fallback") and the log says why on stderr. allgather may
+ * be NULL only when world is 1. */
+dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
+                              dbs_allgather_fn allgather, void* user, const dbs_remote* remote,
+                              dbs_planner** out);
 
 /* Says goodbye to the daemon (done = 1: all epochs trained) and frees the planner. */
 void dbs_planner_destroy(dbs_planner* planner, int done);
@@ -150,7 +138,7 @@ dbs_status dbs_planner_state(const dbs_planner* planner, double* state, size_t c
 dbs_status dbs_planner_restore(dbs_planner* planner, int64_t epoch, const int* batch, int world,
                                const double* state, size_t count);
 
-/* ---- why the daemon's plan was not used (API 1.3) ---- */
+/* ---- why the daemon's plan was not used ---- */
 enum { DBS_FALLBACK_NONE = 0, DBS_FALLBACK_OUTAGE = 1, DBS_FALLBACK_FOREIGN = 2 };
 /* After dbs_planner_end_epoch: why the daemon's plan of that epoch end was not used, the same
  * *cause on every rank. DBS_FALLBACK_NONE: the daemon planned, or there is no daemon;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dbs {
@@ -61,10 +62,33 @@ struct Report {
   bool operator==(const Report&) const = default;
 };
 
+// The policy that makes the plans, read once from its name where a program first takes it
+// (parse_policy) and passed on as this value.
+struct PolicySpec {
+  enum class Kind {
+    dbs,          // "dbs": the per-rank cost model where reports carry work times, else by speed
+    dbs_rate,     // "dbs-rate": batch sizes in proportion to the measured speed
+    equal_split,  // "static": the equal split, never re-planned
+    fixed,        // "fixed:b0,b1,...": the sizes given, never re-planned
+  };
+  Kind kind = Kind::dbs;
+  std::vector<int> sizes;  // fixed: b_i of each rank, every one >= 1; empty for the others
+
+  bool operator==(const PolicySpec&) const = default;
+};
+
+// The policy named by text: "dbs", "dbs-rate", "static" or "fixed:b0,b1,..." ("dbs-cost", the
+// cost model's name in old journals and traces, reads as dbs). Throws ConfigError "policy
+// 'TEXT': ..." for another name or a fixed: size that is not an integer >= 1. Whether fixed:
+// sizes number the ranks and sum to the global batch is make_planner's to check: it knows both.
+PolicySpec parse_policy(std::string_view text);
+// The name parse_policy reads back: "dbs", "dbs-rate", "static" or "fixed:64,32".
+std::string to_string(const PolicySpec& policy);
+
 // What a policy needs besides the world size: the same for every rank of a job (make_planner
 // checks that they agree), carried by the protocol and the trace header.
 struct Settings {
-  std::string policy = "dbs";          // dbs | dbs-rate | static | fixed:b0,b1,...
+  PolicySpec policy;                   // dbs unless set
   int global_batch = 128;              // B, kept by every plan
   std::int64_t samples_per_epoch = 0;  // N (for epoch-time predictions; 0 = unknown)
   int min_batch = 1;                   // per-rank lower bound

@@ -61,44 +61,49 @@ struct Group {
   std::string waiting;     // how the rank waits in collectives, for the daemon ("" = unsaid)
 };
 
-// Where the plans come from when a daemon (dbs-scheduler serve) runs the job.
-struct RemoteOptions {
-  std::string address;            // HOST:PORT of the daemon; empty = embedded policy only
-  std::string token_file;         // the job key (a file only its owner may read)
-  std::string job;                // job id, shared by the job's ranks (e.g. $SLURM_JOB_ID)
-  double timeout_s = 10;          // wait this long at the end of an epoch for the daemon's plan
-  double connect_timeout_s = 2;   // one connection attempt, TLS handshake included
-  std::string tls_ca;             // PEM CA file: TLS to the daemon, its certificate verified
-                                  // against this CA and the HOST of address; empty = plain TCP
+// The way to the daemon (dbs-scheduler serve): where it is, which job the ranks are and how they
+// prove it. The default, no address, is no daemon: the embedded policy plans every epoch. C's
+// dbs_remote handle and Python's dbs.Remote each hold one.
+struct Remote {
+  // How the ranks prove who they are to the daemon.
+  enum class Auth {
+    automatic,  // "auto": token_file when given, else a munge credential when the library has
+                // munge (a munged that cannot encode leaves the register without one; the log
+                // says why)
+    token,      // "token": the job key in token_file
+    munge,      // "munge": a munge credential of the user running the rank, encoded anew for
+                // every register; the job belongs to that uid
+  };
+  std::string address;           // HOST:PORT of the daemon; empty = the embedded policy only
+  std::string job;               // job id, the same on every rank (e.g. slurm-$SLURM_JOB_ID)
+  std::string token_file;        // the job key (dbs-scheduler job-key), a file only its owner
+                                 // may read
+  double timeout_s = 10;         // wait this long at an epoch's end for the daemon's plan
+  double connect_timeout_s = 2;  // one connection attempt, TLS handshake included
+  std::string tls_ca;            // PEM CA file: TLS to the daemon, its certificate verified
+                                 // against this CA and the HOST of address; empty = plain TCP
+  Auth auth = Auth::automatic;
+  std::string munge_socket;      // munged's socket; empty = munge's default
+
+  bool operator==(const Remote&) const = default;
 };
 
-// The planner of a job, on every rank (a collective: one allgather). It first checks that every
-// rank has the same settings and world size and throws ConfigError naming the first setting
-// where a rank differs from rank 0 (on every rank alike, so none is left waiting). Then: the
-// embedded policy of settings (remote.address empty), or the daemon at remote.address with the
-// embedded policy as its fallback (sources "daemon" or "embedded-fallback"; it starts connecting
-// at once). Throws ConfigError for an unknown policy, a fixed: spec whose sizes do not number
-// group.size or sum to the global batch, bounds the global batch cannot meet, a bad address or
-// token file or TLS CA file; InputError for a bad group.
+// The planner of a job, on every rank (a collective: one allgather). Every rank checks its
+// settings and world size against rank 0's and its own remote (with an address: HOST:PORT, a
+// job, timeouts > 0, a readable TLS CA and token file, a library with munge for Auth::munge),
+// and the ranks allgather what they found, so that every rank throws the same ConfigError: the
+// first setting where a rank differs from rank 0, or the remote of a rank at fault (that rank
+// names the field, the others name the rank), and none is left waiting. Then: the embedded
+// policy of settings (no remote.address), or the daemon at remote.address with the embedded
+// policy as its fallback (sources "daemon" or "embedded-fallback"; it starts connecting at
+// once; a daemon that cannot be reached or whose certificate the CA does not vouch for is no
+// error). Also throws ConfigError for an unknown policy, a fixed: spec whose sizes do not number
+// group.size or sum to the global batch, bounds the global batch cannot meet; InputError for a
+// bad group.
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
-                                      const RemoteOptions& remote = {});
+                                      const Remote& remote = {});
 
-// How the ranks prove who they are to the daemon (API 1.1; make_planner above uses the defaults).
-struct RemoteAuth {
-  // "token" (remote.token_file), "munge" (a munge credential of the user running the rank,
-  // encoded anew for every register; the job belongs to that uid) or "auto" (token_file when
-  // given, else munge when the library has it; a munged that cannot encode leaves the register
-  // without a credential, and the log says why).
-  std::string mode = "auto";
-  std::string munge_socket;  // munged's socket ("" = munge's default)
-};
-
-// make_planner with auth; also throws ConfigError for an unknown mode, mode "munge" in a
-// library built without munge, and mode "token" without remote.token_file.
-std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
-                                      const RemoteOptions& remote, const RemoteAuth& auth);
-
-// Why the daemon's plan of the last epoch end was not used (API 1.3). The remote planner
+// Why the daemon's plan of the last epoch end was not used. The remote planner
 // decides the cause from what every rank gave the allgather of next(), so after each next()
 // every rank holds the same cause (and, for foreign, the same why).
 struct Fallback {

@@ -45,23 +45,6 @@ dbs::Sampler& sampler_of(dbs_planner* p, std::int64_t samples, std::uint64_t see
   return *p->sampler;
 }
 
-// The body of dbs_planner_create and dbs_planner_create_remote.
-void create(const dbs_settings* settings, int rank, int world, dbs_allgather_fn allgather,
-            void* user, const dbs::api::Remote& remote, dbs_planner** out) {
-  need(settings, "settings");
-  need(out, "out");
-  *out = nullptr;
-  auto p = std::make_unique<dbs_planner>();
-  p->group.rank = rank;
-  p->group.size = world;
-  if (allgather != nullptr)
-    p->group.allgather = [allgather, user](const void* in, std::size_t bytes, void* o) {
-      if (allgather(user, in, bytes, o) != 0) throw dbs::CommError("the caller's allgather failed");
-    };
-  p->planner = dbs::make_planner(settings->settings, p->group, remote.options, remote.auth);
-  *out = p.release();
-}
-
 }  // namespace
 
 extern "C" {
@@ -87,7 +70,7 @@ dbs_status dbs_settings_set_policy(dbs_settings* s, const char* policy) {
   return guard([&] {
     need(s, "settings");
     need(policy, "policy");
-    s->settings.policy = policy;
+    s->settings.policy = dbs::parse_policy(policy);
   });
 }
 
@@ -137,27 +120,23 @@ dbs_status dbs_settings_set_rebalance_every(dbs_settings* s, int steps) {
 }
 
 dbs_status dbs_planner_create(const dbs_settings* settings, int rank, int world,
-                              dbs_allgather_fn allgather, void* user,
-                              const dbs_remote_options* remote, dbs_planner** out) {
+                              dbs_allgather_fn allgather, void* user, const dbs_remote* remote,
+                              dbs_planner** out) {
   return guard([&] {
-    dbs::api::Remote r;
-    if (remote != nullptr) {
-      if (remote->address != nullptr) r.options.address = remote->address;
-      if (remote->token_file != nullptr) r.options.token_file = remote->token_file;
-      if (remote->job != nullptr) r.options.job = remote->job;
-      if (remote->timeout_s > 0) r.options.timeout_s = remote->timeout_s;
-      if (remote->connect_timeout_s > 0) r.options.connect_timeout_s = remote->connect_timeout_s;
-    }
-    create(settings, rank, world, allgather, user, r, out);
-  });
-}
-
-dbs_status dbs_planner_create_remote(const dbs_settings* settings, int rank, int world,
-                                     dbs_allgather_fn allgather, void* user,
-                                     const dbs_remote* remote, dbs_planner** out) {
-  return guard([&] {
-    create(settings, rank, world, allgather, user,
-           remote != nullptr ? remote->remote : dbs::api::Remote{}, out);
+    need(settings, "settings");
+    need(out, "out");
+    *out = nullptr;
+    auto p = std::make_unique<dbs_planner>();
+    p->group.rank = rank;
+    p->group.size = world;
+    if (allgather != nullptr)
+      p->group.allgather = [allgather, user](const void* in, std::size_t bytes, void* o) {
+        if (allgather(user, in, bytes, o) != 0)
+          throw dbs::CommError("the caller's allgather failed");
+      };
+    p->planner = dbs::make_planner(settings->settings, p->group,
+                                   remote != nullptr ? remote->remote : dbs::Remote{});
+    *out = p.release();
   });
 }
 

@@ -1,6 +1,6 @@
 // What the files of the C ABI share: guard(), which runs a call's body and turns any exception
 // into the call's dbs_status and the thread's last-error message, need(), and the dbs_remote
-// handle (a dbs::api::Remote).
+// handle (a dbs::Remote).
 #pragma once
 
 #include <dbs/dbs.h>
@@ -10,11 +10,10 @@
 #include <string>
 
 #include <dbs/error.h>
-
-#include "lib/api/remote.h"
+#include <dbs/planner.h>
 
 struct dbs_remote {
-  dbs::api::Remote remote;
+  dbs::Remote remote;
 };
 
 namespace dbs::api {

@@ -1,10 +1,10 @@
-// The C ABI's dbs_remote (<dbs/dbs.h>, API 1.2): the way to the daemon, one setter per field,
-// each value checked where it is set (lib/api/remote.h).
-#include <cmath>
+// The C ABI's dbs_remote (<dbs/dbs.h>): a dbs::Remote set one field per call, each value
+// checked where it is set (lib/planner/remote_check.h).
 #include <string>
 
 #include "lib/api/c_api.h"
-#include "lib/net/address.h"
+#include "lib/auth/credential.h"
+#include "lib/planner/remote_check.h"
 
 namespace {
 
@@ -30,34 +30,31 @@ dbs_status dbs_remote_set_address(dbs_remote* r, const char* address) {
   return guard([&] {
     need(r, "remote");
     const std::string a = text(address);
-    if (!a.empty()) dbs::net::parse_host_port(a, "address");
-    r->remote.options.address = a;
+    dbs::planner::check_address(a);
+    r->remote.address = a;
   });
 }
 
 dbs_status dbs_remote_set_job(dbs_remote* r, const char* job) {
   return guard([&] {
     need(r, "remote");
-    r->remote.options.job = text(job);
+    r->remote.job = text(job);
   });
 }
 
 dbs_status dbs_remote_set_token_file(dbs_remote* r, const char* token_file) {
   return guard([&] {
     need(r, "remote");
-    r->remote.options.token_file = text(token_file);
+    r->remote.token_file = text(token_file);
   });
 }
 
 dbs_status dbs_remote_set_timeouts(dbs_remote* r, double timeout_s, double connect_timeout_s) {
   return guard([&] {
     need(r, "remote");
-    for (const auto& [name, value] : {std::pair{"timeout_s", timeout_s},
-                                      std::pair{"connect_timeout_s", connect_timeout_s}})
-      if (!(std::isfinite(value) && value > 0))
-        throw dbs::InputError(std::string(name) + " " + std::to_string(value) + ": must be > 0");
-    r->remote.options.timeout_s = timeout_s;
-    r->remote.options.connect_timeout_s = connect_timeout_s;
+    dbs::planner::check_timeouts(timeout_s, connect_timeout_s);
+    r->remote.timeout_s = timeout_s;
+    r->remote.connect_timeout_s = connect_timeout_s;
   });
 }
 
@@ -65,8 +62,8 @@ dbs_status dbs_remote_set_tls_ca(dbs_remote* r, const char* ca_file) {
   return guard([&] {
     need(r, "remote");
     const std::string ca = text(ca_file);
-    dbs::api::check_tls_ca(ca, "tls_ca");
-    r->remote.options.tls_ca = ca;
+    dbs::planner::check_tls_ca(ca);
+    r->remote.tls_ca = ca;
   });
 }
 
@@ -74,18 +71,17 @@ dbs_status dbs_remote_set_auth(dbs_remote* r, const char* mode) {
   return guard([&] {
     need(r, "remote");
     need(mode, "mode");
-    dbs::api::check_auth_mode(mode, "auth");
-    r->remote.auth.mode = mode;
+    r->remote.auth = dbs::planner::parse_auth(mode);
   });
 }
 
 dbs_status dbs_remote_set_munge_socket(dbs_remote* r, const char* socket) {
   return guard([&] {
     need(r, "remote");
-    r->remote.auth.munge_socket = text(socket);
+    r->remote.munge_socket = text(socket);
   });
 }
 
-int dbs_has_munge(void) { return dbs::api::munge_built() ? 1 : 0; }
+int dbs_has_munge(void) { return dbs::auth::munge_built() ? 1 : 0; }
 
 }  // extern "C"

@@ -14,29 +14,25 @@
 
 namespace dbs::planner {
 
-// The interface is public (<dbs/planner.h>); lib/ names it here as well.
-using dbs::Planned;
-using dbs::Planner;
-
 // The policy run in-process. Source "embedded" (or "rebalance").
 class Embedded : public Planner {
  public:
   // The policy of settings for `world` ranks (policy::make_policy); throws ConfigError.
   // set_state throws InputError for a plan of another world size or global batch.
-  Embedded(const policy::Settings& settings, int world);
+  Embedded(const Settings& settings, int world);
 
-  const policy::Plan& plan() const override { return plan_; }
-  Planned next(std::span<const policy::Report> reports) override;
-  std::optional<Planned> rebalance(std::span<const policy::Report> window) override;
+  const Plan& plan() const override { return plan_; }
+  Planned next(std::span<const Report> reports) override;
+  std::optional<Planned> rebalance(std::span<const Report> window) override;
   std::vector<double> state() const override { return policy_->state(); }
-  void set_state(const policy::Plan& plan, const std::vector<double>& state) override;
+  void set_state(const Plan& plan, const std::vector<double>& state) override;
   // Makes a plan decided elsewhere (the daemon's) the plan in force; the estimator keeps what
   // it observed.
-  void adopt(const policy::Plan& plan) { plan_ = plan; }
+  void adopt(const Plan& plan) { plan_ = plan; }
 
  private:
   std::unique_ptr<policy::Policy> policy_;
-  policy::Plan plan_;
+  Plan plan_;
   int world_;
 };
 

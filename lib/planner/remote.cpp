@@ -42,21 +42,20 @@ struct Word {
 };
 static_assert(std::is_trivially_copyable_v<Word>);
 
-class Remote : public Planner, public WithFallback {
+class RemotePlanner : public Planner, public WithFallback {
  public:
-  Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
-         const Group& group);
-  ~Remote() override;
-  Remote(const Remote&) = delete;
-  Remote& operator=(const Remote&) = delete;
+  RemotePlanner(const Remote& remote, const Settings& settings, const Group& group);
+  ~RemotePlanner() override;
+  RemotePlanner(const RemotePlanner&) = delete;
+  RemotePlanner& operator=(const RemotePlanner&) = delete;
 
-  const policy::Plan& plan() const override { return fallback_.plan(); }
-  Planned next(std::span<const policy::Report> reports) override;
-  std::optional<Planned> rebalance(std::span<const policy::Report> window) override {
+  const Plan& plan() const override { return fallback_.plan(); }
+  Planned next(std::span<const Report> reports) override;
+  std::optional<Planned> rebalance(std::span<const Report> window) override {
     return fallback_.rebalance(window);
   }
   std::vector<double> state() const override { return fallback_.state(); }
-  void set_state(const policy::Plan& plan, const std::vector<double>& state) override {
+  void set_state(const Plan& plan, const std::vector<double>& state) override {
     fallback_.set_state(plan, state);
   }
   void finish(bool done) override;
@@ -74,13 +73,12 @@ class Remote : public Planner, public WithFallback {
   std::optional<proto::PlanMsg> wait_plan(std::int64_t epoch, std::string& why);
   // The plan every rank holds a share of, or nothing with fallback_why_ set (the same verdict
   // and cause on every rank: they follow from the allgathered words alone).
-  std::optional<policy::Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
+  std::optional<Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
                                     const std::string& why);
 
-  RemoteOptions options_;
-  RemoteAuth auth_;
+  Remote remote_;
   Allgather allgather_;
-  policy::Settings settings_;
+  Settings settings_;
   int world_, rank_;
   proto::RegisterMsg register_;
   bool munge_ = false;        // a munge credential with every register
@@ -102,38 +100,32 @@ class Remote : public Planner, public WithFallback {
   Fallback fallback_why_;               // why, after the last next(); next() alone writes it
 };
 
-Remote::Remote(const RemoteOptions& options, RemoteAuth how, const policy::Settings& settings,
-               const Group& group)
-    : options_(options),
-      auth_(std::move(how)),
+RemotePlanner::RemotePlanner(const Remote& remote, const Settings& settings, const Group& group)
+    : remote_(remote),
       allgather_(group.allgather),
       settings_(settings),
       world_(group.size),
       rank_(group.rank),
       fallback_(settings, world_) {
-  const std::string& mode = auth_.mode;
-  if (mode != "auto" && mode != "token" && mode != "munge")
-    throw ConfigError("auth must be auto, token or munge, not '" + mode + "'");
-  if (mode == "munge" && !auth::munge_built())
-    throw ConfigError("auth munge: munge is not built into this dbs (libmunge-dev, -Dmunge=enabled)");
-  if (mode == "token" && options_.token_file.empty())
-    throw ConfigError("auth token needs a token file (--token-file or DBS_TOKEN_FILE)");
-  munge_ = mode == "munge" || (mode == "auto" && options_.token_file.empty() && auth::munge_built());
+  // make_planner checked remote_ (check_remote) on every rank before.
+  const Remote::Auth mode = remote_.auth;
+  munge_ = mode == Remote::Auth::munge ||
+           (mode == Remote::Auth::automatic && remote_.token_file.empty() && auth::munge_built());
   proto::RegisterMsg& reg = register_;
-  reg.job = options_.job;
-  reg.token = options_.token_file.empty() || mode == "munge"
+  reg.job = remote_.job;
+  reg.token = remote_.token_file.empty() || mode == Remote::Auth::munge
                   ? ""
-                  : net::read_token_file(options_.token_file);
+                  : net::read_token_file(remote_.token_file);
   reg.rank = rank_;
   reg.world = world_;
   reg.host = group.host.empty() ? host_name() : group.host;
   reg.config = settings_;
   reg.waiting = group.waiting;
   net::ClientOptions co;
-  co.server = net::parse_host_port(options_.address, "--scheduler");
-  co.connect_timeout_s = options_.connect_timeout_s;
+  co.server = net::parse_host_port(remote_.address, "address");
+  co.connect_timeout_s = remote_.connect_timeout_s;
   co.backoff_max_s = 2;
-  co.tls_ca = options_.tls_ca;
+  co.tls_ca = remote_.tls_ca;
   client_ = net::LineClient::create(
       io_, co,
       {[this] { on_connected(); }, [this](std::string_view l) { on_line(l); },
@@ -145,19 +137,19 @@ Remote::Remote(const RemoteOptions& options, RemoteAuth how, const policy::Setti
   });
 }
 
-Remote::~Remote() {
+RemotePlanner::~RemotePlanner() {
   client_->stop();
   io_.stop();
   if (thread_.joinable()) thread_.join();
 }
 
-void Remote::on_connected() {
+void RemotePlanner::on_connected() {
   std::string report;
   {
     std::lock_guard lock(mutex_);
     connected_ = true;
     log::info(std::string(ever_connected_ ? "connected again" : "connected") +
-              " to the daemon at " + options_.address);
+              " to the daemon at " + remote_.address);
     ever_connected_ = true;
     report = report_line_;
   }
@@ -166,14 +158,14 @@ void Remote::on_connected() {
   if (!report.empty()) client_->send(report);
 }
 
-std::string Remote::register_line() {
+std::string RemotePlanner::register_line() {
   if (!munge_) return proto::encode(register_);
   proto::RegisterMsg reg = register_;
   try {
     reg.auth = proto::kMungeScheme +
-               auth::munge_encode(auth_.munge_socket, proto::munge_payload(reg.job, reg.rank));
+               auth::munge_encode(remote_.munge_socket, proto::munge_payload(reg.job, reg.rank));
   } catch (const Error& e) {
-    const bool required = auth_.mode == "munge";
+    const bool required = remote_.auth == Remote::Auth::munge;
     if (required || !munge_warned_)
       (required ? log::warn : log::info)(std::string(e.what()) + "; registering without a credential");
     munge_warned_ = true;
@@ -181,7 +173,7 @@ std::string Remote::register_line() {
   return proto::encode(reg);
 }
 
-void Remote::on_line(std::string_view line) {
+void RemotePlanner::on_line(std::string_view line) {
   proto::Message m;
   try {
     m = proto::decode(line);
@@ -191,7 +183,7 @@ void Remote::on_line(std::string_view line) {
   }
   std::lock_guard lock(mutex_);
   if (const auto* p = std::get_if<proto::PlanMsg>(&m)) {
-    if (p->job != options_.job) {
+    if (p->job != remote_.job) {
       foreign_ = p->job;
     } else if (p->rank == rank_ && (!plan_ || p->epoch >= plan_->epoch)) {
       plan_ = *p;
@@ -205,10 +197,10 @@ void Remote::on_line(std::string_view line) {
   changed_.notify_all();
 }
 
-void Remote::on_lost(const std::string& why) {
+void RemotePlanner::on_lost(const std::string& why) {
   {
     std::lock_guard lock(mutex_);
-    if (connected_ && !finishing_) log::warn("lost the daemon at " + options_.address + ": " + why);
+    if (connected_ && !finishing_) log::warn("lost the daemon at " + remote_.address + ": " + why);
     connected_ = false;
     ++failures_;
     lost_why_ = why;
@@ -216,10 +208,10 @@ void Remote::on_lost(const std::string& why) {
   changed_.notify_all();
 }
 
-std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string& why) {
+std::optional<proto::PlanMsg> RemotePlanner::wait_plan(std::int64_t epoch, std::string& why) {
   const auto start = Clock::now();
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(options_.timeout_s));
+                                std::chrono::duration<double>(remote_.timeout_s));
   std::unique_lock lock(mutex_);
   // A daemon that was down (or never reached) gets one attempt, not the whole timeout.
   const bool down = !connected_ && (fell_back_ || !ever_connected_);
@@ -233,9 +225,9 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
       if (!refusal_.empty()) {
         why = "the daemon refused: " + refusal_;
       } else if (connected_) {
-        why = "no plan from the daemon within " + format_seconds(options_.timeout_s);
+        why = "no plan from the daemon within " + format_seconds(remote_.timeout_s);
       } else {
-        why = "daemon at " + options_.address + " unreachable (" +
+        why = "daemon at " + remote_.address + " unreachable (" +
               (lost_why_.empty() ? "no connection yet" : lost_why_) + ")";
       }
       return std::nullopt;
@@ -244,7 +236,7 @@ std::optional<proto::PlanMsg> Remote::wait_plan(std::int64_t epoch, std::string&
   }
 }
 
-std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& mine,
+std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mine,
                                           std::int64_t epoch, const std::string& why) {
   Word word;
   if (mine) {  // a rank that holds its share of this job's plan ignores stray ones
@@ -267,14 +259,14 @@ std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& m
     fallback_why_ = {Fallback::Cause::foreign,
                      "rank " + std::to_string(r) + " received a plan for job '" +
                          std::string(other, strnlen(other, sizeof word.foreign_job)) +
-                         "' from the daemon at " + options_.address + ", this is job '" +
-                         options_.job + "'"};
+                         "' from the daemon at " + remote_.address + ", this is job '" +
+                         remote_.job + "'"};
     return std::nullopt;
   }
   std::vector<proto::Share> shares;
   for (const Word& w : all) shares.push_back(w.share);
   std::string disagree;
-  std::optional<policy::Plan> plan =
+  std::optional<Plan> plan =
       proto::assemble(mine.value_or(proto::PlanMsg{}), shares, disagree);
   if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
   if (disagree.empty()) return plan;
@@ -285,13 +277,13 @@ std::optional<policy::Plan> Remote::agree(const std::optional<proto::PlanMsg>& m
   return std::nullopt;
 }
 
-Planned Remote::next(std::span<const policy::Report> reports) {
+Planned RemotePlanner::next(std::span<const Report> reports) {
   // The fallback observes every epoch, so it is as current as the daemon.
   const std::int64_t want = plan().epoch + 1;
   Planned embedded = fallback_.next(reports);
   std::string line;
   for (const auto& r : reports)
-    if (r.rank == rank_) line = proto::encode(proto::ReportMsg{options_.job, r});
+    if (r.rank == rank_) line = proto::encode(proto::ReportMsg{remote_.job, r});
   {
     std::lock_guard lock(mutex_);
     report_line_ = line;
@@ -302,7 +294,7 @@ Planned Remote::next(std::span<const policy::Report> reports) {
   client_->reconnect_now();  // no backoff wait at an epoch's end
   std::string why;
   fallback_why_ = {};
-  const std::optional<policy::Plan> plan = agree(wait_plan(want, why), want, why);
+  const std::optional<Plan> plan = agree(wait_plan(want, why), want, why);
   const bool agreed = plan.has_value();
   {
     std::lock_guard lock(mutex_);
@@ -322,7 +314,7 @@ Planned Remote::next(std::span<const policy::Report> reports) {
   return embedded;
 }
 
-void Remote::finish(bool done) {
+void RemotePlanner::finish(bool done) {
   std::unique_lock lock(mutex_);
   finishing_ = true;
   client_->send(proto::encode(proto::GoodbyeMsg{done}));
@@ -335,9 +327,9 @@ void Remote::finish(bool done) {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const RemoteAuth& how,
-                                     const policy::Settings& settings, const Group& group) {
-  return std::make_unique<Remote>(options, how, settings, group);
+std::unique_ptr<Planner> make_remote(const Remote& remote, const Settings& settings,
+                                     const Group& group) {
+  return std::make_unique<RemotePlanner>(remote, settings, group);
 }
 
 }  // namespace dbs::planner

@@ -25,13 +25,14 @@ class WithFallback {
   virtual const Fallback& fallback() const = 0;
 };
 
-// A planner that asks the daemon at options.address, with an Embedded planner of settings as the
+// A planner that asks the daemon at remote.address, with an Embedded planner of settings as the
 // fallback; source "daemon" or "embedded-fallback", in-epoch re-plans stay embedded. The ranks
 // agree on the daemon's plan through group.allgather. Starts connecting at once; finish(done)
-// says goodbye (done = false: stopped early). auth: the token file or a munge credential per
-// register (RemoteAuth). Throws ConfigError for a bad address, token or CA file or auth
-// mode. make_planner (<dbs/planner.h>) is the public way to one, after the settings check.
-std::unique_ptr<Planner> make_remote(const RemoteOptions& options, const RemoteAuth& auth,
-                                     const policy::Settings& settings, const Group& group);
+// says goodbye (done = false: stopped early). The ranks prove who they are with the token file
+// or a munge credential per register (remote.auth). Throws ConfigError for a bad address, token
+// or CA file. make_planner (<dbs/planner.h>) is the public way to one, after it checked the
+// settings and the remote on every rank.
+std::unique_ptr<Planner> make_remote(const Remote& remote, const Settings& settings,
+                                     const Group& group);
 
 }  // namespace dbs::planner

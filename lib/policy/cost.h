@@ -58,7 +58,7 @@ std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int 
 double step_time(std::span<const Cost> costs, const std::vector<int>& batch, double comm_s);
 
 // Predicted seconds of an epoch of `samples` samples under plan: ceil(N / B) - 1 full steps and
-// the short last step split as policy::step_batch splits it, each costing step_time. 0 when
+// the short last step split as step_batch splits it, each costing step_time. 0 when
 // samples is 0.
 double epoch_time(std::span<const Cost> costs, const Plan& plan, std::int64_t samples,
                   double comm_s);

@@ -1,8 +1,65 @@
 #include "lib/policy/plan.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 
+#include "lib/common/error.h"
+
 namespace dbs {
+
+PolicySpec parse_policy(std::string_view text) {
+  const auto fail = [&](const std::string& what) {
+    throw ConfigError("policy '" + std::string(text) + "': " + what);
+  };
+  PolicySpec p;
+  if (text == "dbs" || text == "dbs-cost") return p;
+  if (text == "dbs-rate") {
+    p.kind = PolicySpec::Kind::dbs_rate;
+    return p;
+  }
+  if (text == "static") {
+    p.kind = PolicySpec::Kind::equal_split;
+    return p;
+  }
+  if (!text.starts_with("fixed:"))
+    throw ConfigError("unknown policy '" + std::string(text) +
+                      "': expected dbs, dbs-rate, static or fixed:b0,b1,... (dbs-cost = dbs)");
+  p.kind = PolicySpec::Kind::fixed;
+  const std::string_view list = text.substr(6);
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string_view item = list.substr(at, end - at);
+    int b = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), b);
+    if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size())
+      fail("size " + std::to_string(p.sizes.size()) + " '" + std::string(item) +
+           "' is not an integer");
+    if (b <= 0)
+      fail("size of rank " + std::to_string(p.sizes.size()) + " is " + std::to_string(b) +
+           ", must be >= 1");
+    p.sizes.push_back(b);
+    at = end + 1;
+  }
+  return p;
+}
+
+std::string to_string(const PolicySpec& policy) {
+  switch (policy.kind) {
+    case PolicySpec::Kind::dbs:
+      return "dbs";
+    case PolicySpec::Kind::dbs_rate:
+      return "dbs-rate";
+    case PolicySpec::Kind::equal_split:
+      return "static";
+    case PolicySpec::Kind::fixed:
+      break;
+  }
+  std::string out = "fixed:";
+  for (std::size_t i = 0; i < policy.sizes.size(); ++i)
+    out += (i > 0 ? "," : "") + std::to_string(policy.sizes[i]);
+  return out;
+}
 
 std::vector<int> offsets_of(const std::vector<int>& batch) {
   std::vector<int> offset(batch.size());
@@ -113,7 +170,7 @@ Report report_from_json(const Fields& f) {
 }
 
 json to_json(const Settings& s) {
-  return {{"policy", s.policy},       {"global_batch", s.global_batch},
+  return {{"policy", to_string(s.policy)}, {"global_batch", s.global_batch},
           {"samples_per_epoch", s.samples_per_epoch},
           {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
           {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
@@ -121,7 +178,11 @@ json to_json(const Settings& s) {
 
 Settings settings_from_json(const Fields& f) {
   Settings s;
-  s.policy = f.string("policy");
+  try {
+    s.policy = parse_policy(f.string("policy"));
+  } catch (const ConfigError& e) {
+    f.fail(std::string("field 'policy': ") + e.what());
+  }
   s.global_batch = f.small("global_batch", 1);
   s.samples_per_epoch = f.integer("samples_per_epoch", 0);
   s.min_batch = f.small("min_batch", 1);

@@ -9,13 +9,6 @@
 
 namespace dbs::policy {
 
-// The types are public (<dbs/plan.h>); the policy code names them here as well.
-using dbs::CostPoint;
-using dbs::offsets_of;
-using dbs::Plan;
-using dbs::Report;
-using dbs::Settings;
-
 // The JSON forms. Epochs count from 1 in JSON. The readers are strict (every field present, of
 // its type and range; a plan's sizes agree, sum to its global batch and its offsets follow from
 // them) and throw FieldError naming the field; fields they do not know are ignored.

@@ -263,13 +263,18 @@ std::vector<int> apportion(const std::vector<double>& weights, int total, int lo
 
 std::unique_ptr<Policy> make_policy(const Settings& settings, int world) {
   detail::check_config(settings, world);
-  const std::string& spec = settings.policy;
-  // "dbs-cost" is the cost model's name from before it was dbs's: journals and traces keep it.
-  if (spec == "dbs" || spec == "dbs-cost") return detail::make_dbs(settings, world, true);
-  if (spec == "dbs-rate") return detail::make_dbs(settings, world, false);
-  if (spec == "static") return detail::make_static(settings, world);
-  if (spec.starts_with("fixed:")) return detail::make_fixed(settings, world);
-  throw ConfigError("unknown policy '" + spec + "': expected dbs, dbs-rate, static or fixed:b0,b1,... (dbs-cost = dbs)");
+  switch (settings.policy.kind) {
+    case PolicySpec::Kind::dbs:
+      return detail::make_dbs(settings, world, true);
+    case PolicySpec::Kind::dbs_rate:
+      return detail::make_dbs(settings, world, false);
+    case PolicySpec::Kind::equal_split:
+      return detail::make_static(settings, world);
+    case PolicySpec::Kind::fixed:
+      return detail::make_fixed(settings, world);
+  }
+  DBS_CHECK(false);
+  return nullptr;
 }
 
 std::vector<int> apportion(const std::vector<double>& weights, int total, int lo, int hi) {

@@ -26,11 +26,10 @@ class Policy {
   virtual void set_state(const std::vector<double>& /*state*/) {}
 };
 
-// The policy settings.policy names: "dbs" (the cost model where reports carry work times, else
-// batch in proportion to throughput), "dbs-rate" (always in proportion to throughput),
-// "dbs-cost" (dbs's former name), "static" or "fixed:b0,b1,..." (sizes must sum to
-// global_batch and number world), for a job of `world` ranks. Throws ConfigError naming the spec
-// or the setting at fault.
+// The policy of settings.policy (PolicySpec, <dbs/plan.h>): dbs (the cost model where reports
+// carry work times, else batch in proportion to throughput), dbs-rate (always in proportion to
+// throughput), static or fixed (its sizes must number world and sum to global_batch), for a job
+// of `world` ranks. Throws ConfigError naming the spec or the setting at fault.
 std::unique_ptr<Policy> make_policy(const Settings& settings, int world);
 
 // Largest-remainder apportionment of total over weights, within [lo, hi] per rank: sum == total

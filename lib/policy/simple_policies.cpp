@@ -1,8 +1,8 @@
 // The two policies that never re-plan: "static" (equal split) and "fixed:b0,b1,..." (given
 // sizes). Both still record the measured throughput and the predicted epoch time of their plan,
 // so a trace compares them with dbs on the same footing.
-#include <charconv>
 #include <cstdint>
+#include <numeric>
 #include <utility>
 
 #include "lib/common/error.h"
@@ -70,35 +70,19 @@ std::unique_ptr<Policy> make_static(const Settings& config, int world) {
 }
 
 std::unique_ptr<Policy> make_fixed(const Settings& config, int world) {
-  const std::string& spec = config.policy;
+  const std::vector<int>& batch = config.policy.sizes;
   const auto fail = [&](const std::string& what) {
-    throw ConfigError("policy '" + spec + "': " + what);
+    throw ConfigError("policy '" + to_string(config.policy) + "': " + what);
   };
-  const std::string list = spec.substr(spec.find(':') + 1);
-  std::vector<int> batch;
-  std::int64_t sum = 0;
-  for (std::size_t at = 0; at <= list.size();) {
-    std::size_t end = list.find(',', at);
-    if (end == std::string::npos) end = list.size();
-    const std::string item = list.substr(at, end - at);
-    int b = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), b);
-    if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size()) {
-      fail("size " + std::to_string(batch.size()) + " '" + item + "' is not an integer");
-    }
-    if (b <= 0) fail(format("size of rank %zu is %d, must be >= 1", batch.size(), b));
-    batch.push_back(b);
-    sum += b;
-    at = end + 1;
-  }
   if (batch.size() != static_cast<std::size_t>(world)) {
     fail(format("%zu sizes for %d ranks", batch.size(), world));
   }
+  const std::int64_t sum = std::accumulate(batch.begin(), batch.end(), std::int64_t{0});
   if (sum != config.global_batch) {
     fail(format("sizes sum to %lld, the global batch is %d", static_cast<long long>(sum),
                 config.global_batch));
   }
-  return std::make_unique<NeverReplans>("fixed", config, world, std::move(batch), "fixed: sizes as given",
+  return std::make_unique<NeverReplans>("fixed", config, world, batch, "fixed: sizes as given",
                                         "initial: fixed sizes as given");
 }
 

@@ -1,5 +1,7 @@
-// The step rules of DESIGN.md "One epoch", in one place: lib/train's epoch loop runs them and
-// lib/replay's simulator costs them, so the simulator computes what the agents do.
+// The step rule of an epoch (DESIGN.md "One epoch") is public, <dbs/steps.h>, and implemented
+// here in lib/policy, its one home: lib/train's epoch loop runs it, lib/replay's simulator costs
+// it and dbs::Sampler serves it to other training loops, so the simulator computes what the
+// agents do. What only dbs's own code needs of it is below.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +13,6 @@
 #include "lib/policy/plan.h"
 
 namespace dbs::policy {
-
-using dbs::step_batch;  // public: <dbs/steps.h>
 
 // The median of step rates that a report carries (Report::step_rate_median): stats::median
 // (lib/common/stats.h) of the rates with each (rate, count) counted as `count` steps of that

@@ -42,7 +42,7 @@ void figure(const char* field, double x) {
 
 }  // namespace
 
-void check_bounds(const policy::Report& r) {
+void check_bounds(const Report& r) {
   count("epoch", r.epoch + 1, 1, kMaxEpoch);
   count("samples", r.samples, 0, kMaxSamples);
   count("steps", r.steps, 0, kMaxSamples);
@@ -55,12 +55,12 @@ void check_bounds(const PlanMsg& p) {
   count("epoch", p.epoch + 1, 1, kMaxEpoch + 1);
 }
 
-void check_bounds(const policy::Settings& c) {
+void check_bounds(const Settings& c) {
   count("samples_per_epoch", c.samples_per_epoch, 0, kMaxSamples);
 }
 
-std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
-                         const policy::Settings& config) {
+std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world,
+                         const Settings& config) {
   try {
     if (plan.world() != world || plan.offset.size() != plan.batch.size())
       return "plan has " + std::to_string(plan.world()) + " ranks, the job has " +
@@ -80,7 +80,7 @@ std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world
       shares.push_back(share_of(*p));
     }
     std::string why;
-    const std::optional<policy::Plan> whole = assemble(got.front(), shares, why);
+    const std::optional<Plan> whole = assemble(got.front(), shares, why);
     if (!whole) return "the shares do not assemble: " + why;
     return plan_mismatch(*whole, epoch, world, config);
   } catch (const ProtocolError& e) {
@@ -95,7 +95,7 @@ void check_rank(int rank, int world) {
                                                 std::to_string(world) + " ranks");
 }
 
-void check_join(const std::string& job, int world, const policy::Settings& config,
+void check_join(const std::string& job, int world, const Settings& config,
                 const RegisterMsg& r) {
   if (r.world != world)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' has " + std::to_string(world) +
@@ -106,8 +106,8 @@ void check_join(const std::string& job, int world, const policy::Settings& confi
                                                  policy::to_json(*r.config).dump());
 }
 
-std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
-                          const policy::Settings& config) {
+std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world,
+                          const Settings& config) {
   const auto e1 = [](std::int64_t e) { return std::to_string(e + 1); };
   if (plan.epoch != epoch)
     return "plan is for epoch " + e1(plan.epoch) + ", expected epoch " + e1(epoch);
@@ -124,7 +124,7 @@ std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int worl
       return "plan gives rank " + std::to_string(i) + " batch " + std::to_string(b) +
              ", outside [" + std::to_string(config.min_batch) + ", " + std::to_string(hi) + "]";
   }
-  if (plan.offset != policy::offsets_of(plan.batch))
+  if (plan.offset != offsets_of(plan.batch))
     return "plan offsets do not follow from its batch sizes";
   return "";
 }

@@ -28,16 +28,16 @@ inline constexpr double kMaxFigure = 1e9;
 //   "field 'compute_s' must be 0 or a number in [1e-09, 1e+09], got 1e-320"
 //   "field 'epoch' must be an integer in [1, 1000000], got 1000001"
 // Reports and configs use wire epochs (report.epoch + 1); plans likewise.
-void check_bounds(const policy::Report& report);
+void check_bounds(const Report& report);
 void check_bounds(const PlanMsg& plan);
-void check_bounds(const policy::Settings& config);
+void check_bounds(const Settings& config);
 
 // "" when the agents would accept `plan` as the plan of `epoch` (0-based) of the job: every
 // rank's share (PlanLines::line) decodes, the shares assemble into one plan, and plan_mismatch
 // finds nothing in it. The daemon asserts this before
 // sending a plan.
-std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
-                         const policy::Settings& config);
+std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world,
+                         const Settings& config);
 
 // Throws ProtocolError(invalid): "rank 2 out of range for a job of 2 ranks".
 void check_rank(int rank, int world);
@@ -45,13 +45,13 @@ void check_rank(int rank, int world);
 // Throws ProtocolError(conflict) when a register for an existing job disagrees with it:
 //   "job 'j' has 2 ranks, not 3"
 //   "job 'j' runs with config {...}, not {...}"
-void check_join(const std::string& job, int world, const policy::Settings& config,
+void check_join(const std::string& job, int world, const Settings& config,
                 const RegisterMsg& r);
 
 // "" when plan can be the plan of `epoch` (0-based) for a job of `world` ranks with config,
 // else why not, e.g. "plan is for epoch 5, expected epoch 4".
-std::string plan_mismatch(const policy::Plan& plan, std::int64_t epoch, int world,
-                          const policy::Settings& config);
+std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world,
+                          const Settings& config);
 
 // A register's munge credential: "auth" is kMungeScheme + the credential, at most kMaxAuth
 // bytes. Its payload binds it to one register: munge_payload(job, rank), so that a credential

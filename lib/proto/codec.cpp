@@ -237,7 +237,7 @@ std::string encode(const Message& message) {
       message);
 }
 
-PlanLines::PlanLines(const std::string& job, policy::Plan plan)
+PlanLines::PlanLines(const std::string& job, Plan plan)
     : plan_(std::move(plan)),
       hash_(plan_hash(plan_)),
       head_(plan_head(job, plan_.epoch, plan_.world(), plan_.global_batch, plan_.predicted_epoch_s,

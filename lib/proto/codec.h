@@ -35,12 +35,12 @@ std::string encode_error(ErrorCode code, const std::string& message);
 // line(r) == encode(share_of(job, plan, r, plan_hash(plan))).
 class PlanLines {
  public:
-  PlanLines(const std::string& job, policy::Plan plan);
+  PlanLines(const std::string& job, Plan plan);
   std::string line(int rank) const;
-  const policy::Plan& plan() const { return plan_; }
+  const Plan& plan() const { return plan_; }
 
  private:
-  policy::Plan plan_;
+  Plan plan_;
   std::uint64_t hash_;
   std::string head_;  // the message up to the rank's own fields
 };

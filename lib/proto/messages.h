@@ -16,7 +16,7 @@ struct RegisterMsg {
   int rank = 0;                     // 0 <= rank < world
   int world = 1;                    // ranks of the job
   std::string host;                 // the rank's host name (for traces and the status page)
-  std::optional<policy::Settings> config;  // required to create the job; empty = join only
+  std::optional<Settings> config;  // required to create the job; empty = join only
   std::string waiting;  // how the rank waits in collectives and why (status page); "" = unsaid
   // Who the rank's user is: "munge:<credential>" of proto::munge_payload(job, rank), or "" (none).
   std::string auth;
@@ -25,7 +25,7 @@ struct RegisterMsg {
 
 struct ReportMsg {
   std::string job;
-  policy::Report report;  // report.epoch counts from 0 in memory
+  Report report;  // report.epoch counts from 0 in memory
   bool operator==(const ReportMsg&) const = default;
 };
 

@@ -41,7 +41,7 @@ std::uint64_t head_hash(std::int64_t epoch, int world, int global_batch, double 
 
 }  // namespace
 
-std::uint64_t plan_hash(const policy::Plan& p) {
+std::uint64_t plan_hash(const Plan& p) {
   Hasher h;
   h.add(head_hash(p.epoch, p.world(), p.global_batch, p.predicted_epoch_s, p.ideal_epoch_s,
                   p.changed, p.reason));
@@ -53,7 +53,7 @@ std::uint64_t plan_hash(const policy::Plan& p) {
   return h.h == 0 ? 1 : h.h;
 }
 
-PlanMsg share_of(const std::string& job, const policy::Plan& p, int rank, std::uint64_t hash) {
+PlanMsg share_of(const std::string& job, const Plan& p, int rank, std::uint64_t hash) {
   const auto i = static_cast<std::size_t>(rank);
   return {job,
           p.epoch,
@@ -76,7 +76,7 @@ Share share_of(const PlanMsg& m) {
                     m.changed, m.reason)};
 }
 
-std::optional<policy::Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
+std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
                                      std::string& why) {
   std::string lacking;
   for (std::size_t r = 0; r < all.size(); ++r)
@@ -86,7 +86,7 @@ std::optional<policy::Plan> assemble(const PlanMsg& mine, std::span<const Share>
     why = "ranks " + lacking + " lack the daemon's plan or hold another";
     return std::nullopt;
   }
-  policy::Plan p;
+  Plan p;
   p.epoch = mine.epoch;
   p.global_batch = mine.global_batch;
   for (const Share& s : all) {

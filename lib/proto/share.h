@@ -18,11 +18,11 @@ namespace dbs::proto {
 
 // A hash of everything in the plan (epoch, sizes, throughputs' bits, predictions, changed,
 // reason); never 0.
-std::uint64_t plan_hash(const policy::Plan& plan);
+std::uint64_t plan_hash(const Plan& plan);
 
 // Rank `rank`'s message of `plan` (whose plan_hash is `hash`: computed once per plan, it costs
 // O(world)) for job `job`.
-PlanMsg share_of(const std::string& job, const policy::Plan& plan, int rank, std::uint64_t hash);
+PlanMsg share_of(const std::string& job, const Plan& plan, int rank, std::uint64_t hash);
 
 struct Share {
   std::int32_t batch = 0, offset = 0;
@@ -34,7 +34,7 @@ Share share_of(const PlanMsg& message);
 
 // The plan whose shares `all` holds (indexed by rank), the fields every rank receives alike taken
 // from `mine`; nothing, with `why` set, unless all hold shares of one plan.
-std::optional<policy::Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
+std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
                                      std::string& why);
 
 }  // namespace dbs::proto

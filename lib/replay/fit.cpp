@@ -16,10 +16,10 @@ EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostMode
   const EpochRecords& rec = trace.epochs[k];
   std::size_t next = 1;
   const Replanner replay_recorded =
-      [&rec, &next](const policy::Plan& /*current*/, std::int64_t step,
-                    std::span<const policy::Report> /*window*/) -> std::optional<policy::Plan> {
+      [&rec, &next](const Plan& /*current*/, std::int64_t step,
+                    std::span<const Report> /*window*/) -> std::optional<Plan> {
     if (next < rec.plans.size() && rec.plans[next].step == step) {
-      policy::Plan p = rec.plans[next++].plan;
+      Plan p = rec.plans[next++].plan;
       p.epoch = rec.epoch;
       return p;
     }
@@ -66,7 +66,7 @@ void fill_unknown(std::vector<std::vector<double>>& base) {
 std::vector<std::vector<Cluster::WorkBias>> work_bias(const Trace& trace, const Cluster& c) {
   bool any = false;
   for (const EpochRecords& rec : trace.epochs)
-    for (const policy::Report& r : rec.reports) any = any || r.work[0].batch > 0;
+    for (const Report& r : rec.reports) any = any || r.work[0].batch > 0;
   if (!any) return {};
   // Factors 1: the model's own work points.
   Cluster unit = c;
@@ -84,7 +84,7 @@ std::vector<std::vector<Cluster::WorkBias>> work_bias(const Trace& trace, const 
       b.reported = recorded[0].batch > 0;
       std::array<bool, 2> matched{};
       for (std::size_t p = 0; p < model.size(); ++p) {
-        for (const policy::CostPoint& r : recorded) {
+        for (const CostPoint& r : recorded) {
           if (r.batch == 0 || r.batch != model[p].batch || !(model[p].mean_s > 0) || !(r.mean_s > 0)) continue;
           b.mean[p] = r.mean_s / model[p].mean_s;
           b.sd[p] = r.sd_s / r.mean_s;
@@ -157,7 +157,7 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
     const EpochRecords& rec = trace.epochs[k];
     double least = rec.reports.front().comm_s;
-    for (const policy::Report& r : rec.reports) least = std::min(least, r.comm_s);
+    for (const Report& r : rec.reports) least = std::min(least, r.comm_s);
     per_epoch.push_back(least / steps);
     f.recorded_compute_s.push_back(recorded_run(trace, cluster, CostModel{}, k).compute_s);
     wall += rec.wall_s;

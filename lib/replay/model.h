@@ -18,14 +18,12 @@
 
 namespace dbs::replay {
 
-using trace::Disturbance;
-
 struct Cluster {
   int world = 0;
   int global_batch = 0;                   // B
   std::int64_t samples_per_epoch = 0;     // N
   std::vector<std::vector<double>> base;  // [epoch][rank] samples/s outside slowdowns
-  std::vector<Disturbance> slowdowns;
+  std::vector<trace::Disturbance> slowdowns;
   // [epoch][rank] (empty = all 1): the rank's measured median step rate over the rate the model
   // gives it. Per-step jitter makes the median of b / t differ from samples / compute_s; the
   // policy sees the median, so simulated reports carry the model's median times this factor.
@@ -69,7 +67,7 @@ double allreduce_bytes(std::int64_t params, int world);
 struct PlanAt {
   std::int64_t step = 0;
   std::string source;  // initial, embedded, rebalance, replay, ...
-  policy::Plan plan;   // plan.epoch counts from 0
+  Plan plan;   // plan.epoch counts from 0
 };
 
 }  // namespace dbs::replay

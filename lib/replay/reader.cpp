@@ -187,7 +187,7 @@ class Reader {
 
   void rank(const json& j) {
     const Fields f(j, where_ + ": rank record");
-    const policy::Report report = policy::report_from_json(f);
+    const Report report = policy::report_from_json(f);
     const int r = f.small("rank", 0, world() - 1);
     EpochRecords& e = epoch_for(f, report.epoch + 1);
     if (seen_[static_cast<std::size_t>(r)] != 0) {
@@ -245,9 +245,9 @@ class Reader {
 
   void disturbance(const json& j) {
     const Fields f(j, where_ + ": disturbance record");
-    const Disturbance d = trace::disturbance_from_json(f, world());
+    const trace::Disturbance d = trace::disturbance_from_json(f, world());
     EpochRecords& e = epoch_for(f, f.integer("epoch", 1));
-    for (const Disturbance& x : e.disturbances) {
+    for (const trace::Disturbance& x : e.disturbances) {
       if (x == d) return;  // written again by a resumed run
     }
     e.disturbances.push_back(d);
@@ -294,12 +294,12 @@ Trace read_trace(const std::string& path, const ReadOptions& options) {
   return parse_trace(buf.str(), path, options);
 }
 
-std::vector<Disturbance> slowdowns_of(const Trace& trace) {
-  std::vector<Disturbance> out;
+std::vector<trace::Disturbance> slowdowns_of(const Trace& trace) {
+  std::vector<trace::Disturbance> out;
   for (const EpochRecords& e : trace.epochs) {
-    for (const Disturbance& d : e.disturbances) {
+    for (const trace::Disturbance& d : e.disturbances) {
       bool known = false;
-      for (const Disturbance& x : out) known = known || x == d;
+      for (const trace::Disturbance& x : out) known = known || x == d;
       if (!known) out.push_back(d);
     }
   }

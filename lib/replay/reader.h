@@ -22,7 +22,7 @@ namespace dbs::replay {
 struct Header {
   int version = 0;            // of the trace format
   int world = 0;
-  policy::Settings settings;  // the run's; samples_per_epoch >= 1
+  Settings settings;  // the run's; samples_per_epoch >= 1
   std::int64_t params = 0;    // model parameters (0 = not recorded)
   int epochs = 0;             // epochs the run was asked for (0 = not recorded)
   nlohmann::json config;
@@ -32,8 +32,8 @@ struct Header {
 struct EpochRecords {
   std::int64_t epoch = 0;               // counts from 0
   std::vector<PlanAt> plans;            // [0]: the plan it started under; then re-plans, by step
-  std::vector<policy::Report> reports;  // one per rank, indexed by rank
-  std::vector<Disturbance> disturbances;  // ground truth of injected slowdowns active in it
+  std::vector<Report> reports;  // one per rank, indexed by rank
+  std::vector<trace::Disturbance> disturbances;  // ground truth of injected slowdowns active in it
   double wall_s = 0;                    // training time of the epoch (eval record)
   int replans = 0;                      // mid-epoch re-plans (eval record)
   int line = 0;                         // line of its eval record
@@ -59,6 +59,6 @@ Trace read_trace(const std::string& path, const ReadOptions& options = {});
 Trace parse_trace(std::string_view text, const std::string& name, const ReadOptions& options = {});
 
 // Every disturbance of the trace once, in order of first appearance.
-std::vector<Disturbance> slowdowns_of(const Trace& trace);
+std::vector<trace::Disturbance> slowdowns_of(const Trace& trace);
 
 }  // namespace dbs::replay

@@ -13,14 +13,15 @@ double Replay::error() const {
          recorded_total_s;
 }
 
-std::vector<std::string> split_policies(const std::string& list) {
-  std::vector<std::string> out;
+std::vector<PolicySpec> split_policies(const std::string& list) {
+  std::vector<PolicySpec> out;
   std::string item;
   const auto flush = [&] {
     const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    const std::string spec = b == std::string::npos ? "" : item.substr(b, e - b + 1);
-    if (!spec.empty() && std::find(out.begin(), out.end(), spec) == out.end()) {
-      out.push_back(spec);
+    const std::string text = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (!text.empty()) {
+      const PolicySpec spec = parse_policy(text);
+      if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
     }
     item.clear();
   };
@@ -50,10 +51,10 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
     r.recorded_total_s += e.wall_s;
   }
 
-  const policy::Settings& h = trace.header.settings;
+  const Settings& h = trace.header.settings;
   nlohmann::json given = policy::to_json(h);
   given.update(options.settings);
-  policy::Settings base;
+  Settings base;
   try {
     base = policy::settings_from_json(Fields(given, "replay settings"));
   } catch (const FieldError& e) {
@@ -62,10 +63,10 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
   base.policy = h.policy;
   const bool as_recorded = base == h;
 
-  std::vector<std::string> specs = options.policies;
+  std::vector<PolicySpec> specs = options.policies;
   if (specs.empty()) specs.push_back(h.policy);
-  for (const std::string& spec : specs) {
-    policy::Settings c = base;
+  for (const PolicySpec& spec : specs) {
+    Settings c = base;
     c.policy = spec;
     if (as_recorded && spec == h.policy && r.recorded < 0) {
       r.recorded = static_cast<int>(r.results.size());
@@ -84,13 +85,15 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
       r.plans_matched += same ? 1 : 0;
     }
   }
-  const auto is_static = [](const SimResult& x) { return x.config.policy == "static"; };
+  const auto is_static = [](const SimResult& x) {
+    return x.config.policy.kind == PolicySpec::Kind::equal_split;
+  };
   if (const auto it = std::find_if(r.results.begin(), r.results.end(), is_static);
       it != r.results.end()) {
     r.baseline = *it;
   } else {
-    policy::Settings c = base;
-    c.policy = "static";
+    Settings c = base;
+    c.policy = PolicySpec{PolicySpec::Kind::equal_split, {}};
     r.baseline = simulate(r.cluster, r.fit.cost, c);
   }
   return r;

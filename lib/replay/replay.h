@@ -15,7 +15,7 @@
 namespace dbs::replay {
 
 struct ReplayOptions {
-  std::vector<std::string> policies;  // specs; empty = the policy the trace was recorded with
+  std::vector<PolicySpec> policies;  // empty = the policy the trace was recorded with
   // Settings other than the trace's, in their JSON form: {"min_gain": 0.05, ...}.
   nlohmann::json settings = nlohmann::json::object();
   CostOptions cost;
@@ -40,11 +40,12 @@ struct Replay {
   double error() const;
 };
 
-// Throws ConfigError for an unknown policy or bounds that do not fit the trace.
+// Throws ConfigError for a policy or bounds that do not fit the trace.
 Replay replay(const Trace& trace, const ReplayOptions& options);
 
-// "dbs,static , fixed:96,32" -> {"dbs", "static", "fixed:96,32"}: splits at commas, except
-// inside a fixed: list (a comma followed by a digit continues it); drops repeats.
-std::vector<std::string> split_policies(const std::string& list);
+// "dbs,static , fixed:96,32" -> {dbs, static, fixed:96,32}: splits at commas, except inside a
+// fixed: list (a comma followed by a digit continues it), and reads each (parse_policy, whose
+// ConfigError names the one at fault); drops repeats.
+std::vector<PolicySpec> split_policies(const std::string& list);
 
 }  // namespace dbs::replay

@@ -64,7 +64,7 @@ std::string time_chart(const Replay& r) {
   std::vector<double> x;
   for (std::size_t e = 0; e < r.recorded_s.size(); ++e) x.push_back(static_cast<double>(e + 1));
   for (std::size_t k = 0; k < r.results.size(); ++k) {
-    chart::Series s = series(r.results[k].config.policy, chart::color(k), x);
+    chart::Series s = series(to_string(r.results[k].config.policy), chart::color(k), x);
     for (const EpochRun& e : r.results[k].epochs) s.y.push_back(e.time_s);
     s.markers = true;
     c.series.push_back(std::move(s));
@@ -74,7 +74,7 @@ std::string time_chart(const Replay& r) {
   ideal.dash = "5,4";
   c.series.push_back(std::move(ideal));
   chart::Series rec =
-      series("recorded (" + r.header.settings.policy + ")", "#000000", x, r.recorded_s);
+      series("recorded (" + to_string(r.header.settings.policy) + ")", "#000000", x, r.recorded_s);
   rec.dash = "5,4";
   rec.markers = true;
   c.series.push_back(std::move(rec));
@@ -86,12 +86,12 @@ std::string summary_table(const Replay& r) {
       "<table><tr><th>policy</th><th>total s</th><th>ideal s</th><th>efficiency</th>"
       "<th>plan changes</th><th>speedup over static</th></tr>\n";
   for (const SimResult& res : r.results) {
-    t += "<tr><td>" + chart::escape(res.config.policy) + "</td><td>" + fixed(res.total_s) +
+    t += "<tr><td>" + chart::escape(to_string(res.config.policy)) + "</td><td>" + fixed(res.total_s) +
          "</td><td>" + fixed(res.ideal_s) + "</td><td>" + fixed(res.efficiency()) +
          "</td><td>" + std::to_string(res.changes) + "</td><td>" + fixed(r.speedup(res)) +
          "x</td></tr>\n";
   }
-  t += "<tr><td>recorded run (" + chart::escape(r.header.settings.policy) + ")</td><td>" +
+  t += "<tr><td>recorded run (" + chart::escape(to_string(r.header.settings.policy)) + ")</td><td>" +
        fixed(r.recorded_total_s) + "</td><td></td><td></td><td></td><td>" +
        (r.recorded >= 0 ? "replay error " + format("%.1f", 100 * r.error()) + "%" : std::string()) +
        "</td></tr>\n";
@@ -101,7 +101,7 @@ std::string summary_table(const Replay& r) {
 std::string epoch_table(const Replay& r) {
   std::string t = "<table><tr><th>epoch</th>";
   for (const SimResult& res : r.results) {
-    t += "<th>" + chart::escape(res.config.policy) + " s</th><th>changes</th>";
+    t += "<th>" + chart::escape(to_string(res.config.policy)) + " s</th><th>changes</th>";
   }
   t += "<th>ideal s</th><th>recorded s</th></tr>\n";
   for (std::size_t e = 0; e < r.recorded_s.size(); ++e) {
@@ -126,7 +126,7 @@ std::string html_report(const Replay& r) {
        std::to_string(h.settings.samples_per_epoch) +
        " samples per epoch (" + std::to_string(r.cluster.steps()) + " steps), " +
        std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
-       chart::escape(h.settings.policy) + "</code>.</p>\n";
+       chart::escape(to_string(h.settings.policy)) + "</code>.</p>\n";
   o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) +
        ". Ideal: every step split in proportion to the throughputs, plus allreduce and "
        "overhead. Throughputs are the ground truth read from the trace; time runs in epochs of "
@@ -139,7 +139,7 @@ std::string html_report(const Replay& r) {
   o += chart::render(tp);
   o += "<h2>Batch size per rank</h2>\n";
   for (const SimResult& res : r.results) {
-    chart::Chart b{"Batch size per rank: " + res.config.policy, "epoch", "samples per step",
+    chart::Chart b{"Batch size per rank: " + to_string(res.config.policy), "epoch", "samples per step",
                  per_rank(batch_pieces(res, r.cluster)), true};
     o += chart::render(b);
   }

@@ -45,7 +45,7 @@ struct Active {
 std::vector<Active> active_in(const Cluster& c, std::int64_t e) {
   const std::int64_t S = c.steps();
   std::vector<Active> out;
-  for (const Disturbance& d : c.slowdowns) {
+  for (const trace::Disturbance& d : c.slowdowns) {
     const std::int64_t begin = first_step_at(e, S, d.from);
     const std::int64_t end = d.to < 0 ? S : first_step_at(e, S, d.to);
     if (begin < end) out.push_back({static_cast<std::size_t>(d.rank), d.factor, begin, end});
@@ -62,7 +62,7 @@ struct Chunk {
 
 // Rank i's work points over the chunks [from, end): policy::cost_points of its steps' model
 // times b_i / v_i, scaled by the recorded run's factors (Cluster::work_bias).
-std::array<policy::CostPoint, 2> work_of(const Cluster::WorkBias& bias,
+std::array<CostPoint, 2> work_of(const Cluster::WorkBias& bias,
                                          const std::vector<Chunk>& chunks, std::size_t from,
                                          std::size_t i) {
   if (!bias.reported) return {};
@@ -71,7 +71,7 @@ std::array<policy::CostPoint, 2> work_of(const Cluster::WorkBias& bias,
     const Chunk& ch = chunks[k];
     if (ch.batch[i] > 0) steps.insert(steps.end(), static_cast<std::size_t>(ch.steps), {ch.batch[i], ch.batch[i] / ch.rate[i]});
   }
-  std::array<policy::CostPoint, 2> work = policy::cost_points(steps);
+  std::array<CostPoint, 2> work = policy::cost_points(steps);
   for (std::size_t k = 0; k < work.size(); ++k) {
     if (work[k].batch == 0) continue;
     work[k].mean_s *= bias.mean[k];
@@ -85,16 +85,16 @@ std::array<policy::CostPoint, 2> work_of(const Cluster::WorkBias& bias,
 // waiting for the slowest rank plus allreduce_s per step when with_comm (the agent's epoch
 // report times the allreduce including the wait); reports over a window of steps carry none
 // (the agent's carry only compute times).
-std::vector<policy::Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunks,
+std::vector<Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunks,
                                        std::size_t from, std::int64_t epoch,
-                                       const policy::Plan& plan, bool with_comm,
+                                       const Plan& plan, bool with_comm,
                                        double allreduce_s) {
   const std::vector<double>* bias =
       c.median_bias.empty() ? nullptr : &c.median_bias[static_cast<std::size_t>(epoch)];
   std::vector<std::pair<double, std::int64_t>> rates;  // (rate, steps)
-  std::vector<policy::Report> out(plan.batch.size());
+  std::vector<Report> out(plan.batch.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    policy::Report& r = out[i];
+    Report& r = out[i];
     r.rank = static_cast<int>(i);
     r.epoch = epoch;
     r.batch = plan.batch[i];
@@ -164,14 +164,14 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
 
   EpochRun run;
   run.plans.push_back(start);
-  policy::Plan plan = start.plan;
+  Plan plan = start.plan;
   std::vector<Chunk> chunks;
   std::size_t window_from = 0;
   for (std::int64_t s = 0; s < S;) {
     std::int64_t next = *std::upper_bound(events.begin(), events.end(), s);
     if (K > 0) next = std::min(next, (s / K + 1) * K);
     const std::int64_t gn = std::min(B, N - s * B);
-    Chunk ch{s, next - s, policy::step_batch(plan, static_cast<int>(gn)), base};
+    Chunk ch{s, next - s, step_batch(plan, static_cast<int>(gn)), base};
     for (const Active& a : active) {
       if (a.begin <= s && s < a.end) ch.rate[a.rank] /= a.factor;
     }
@@ -182,9 +182,9 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
     chunks.push_back(std::move(ch));
     s = next;
     if (K > 0 && s % K == 0 && s < S) {
-      const std::vector<policy::Report> window =
+      const std::vector<Report> window =
           reports_of(c, chunks, window_from, e, plan, false, 0);
-      if (std::optional<policy::Plan> p = replan(plan, s, window)) {
+      if (std::optional<Plan> p = replan(plan, s, window)) {
         plan = std::move(*p);
         run.plans.push_back({s, "rebalance", plan});
         ++run.replans;
@@ -200,15 +200,15 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
   return run;
 }
 
-SimResult simulate(const Cluster& c, const CostModel& cost, policy::Settings config) {
+SimResult simulate(const Cluster& c, const CostModel& cost, Settings config) {
   config.global_batch = c.global_batch;
   config.samples_per_epoch = c.samples_per_epoch;
   // The planner the agent embeds: its plan in force is the simulated run's plan.
   planner::Embedded planner(config, c.world);
   const Replanner replan =
-      [&planner](const policy::Plan& /*current*/, std::int64_t /*step*/,
-                 std::span<const policy::Report> window) -> std::optional<policy::Plan> {
-    if (std::optional<planner::Planned> p = planner.rebalance(window)) return std::move(p->plan);
+      [&planner](const Plan& /*current*/, std::int64_t /*step*/,
+                 std::span<const Report> window) -> std::optional<Plan> {
+    if (std::optional<Planned> p = planner.rebalance(window)) return std::move(p->plan);
     return std::nullopt;
   };
 

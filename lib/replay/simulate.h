@@ -32,16 +32,16 @@ struct EpochRun {
   int replans = 0;             // plan changes inside the epoch
   int changes = 0;             // replans, plus 1 when the epoch starts under a changed plan
   std::vector<PlanAt> plans;   // [0]: the plan it started under, then each change
-  std::vector<policy::Report> reports;  // per rank over the epoch (comm_s includes waiting)
-  std::vector<policy::Report> basis;    // with re-plans every K steps: over the last K steps
-  policy::Plan next;                    // the plan for the next epoch (simulate only)
+  std::vector<Report> reports;  // per rank over the epoch (comm_s includes waiting)
+  std::vector<Report> basis;    // with re-plans every K steps: over the last K steps
+  Plan next;                    // the plan for the next epoch (simulate only)
 };
 
 // Called after every K-th step of an epoch (not after its last step) with the plan in force,
 // the number of steps done and the reports over the steps since the last call; returns the plan
 // to switch to, or nothing to keep the current one.
-using Replanner = std::function<std::optional<policy::Plan>(
-    const policy::Plan& current, std::int64_t step, std::span<const policy::Report> window)>;
+using Replanner = std::function<std::optional<Plan>(
+    const Plan& current, std::int64_t step, std::span<const Report> window)>;
 
 // Epoch `epoch` (from 0) of the cluster starting under `start`; rebalance_every 0 = no re-plans.
 EpochRun run_epoch(const Cluster& cluster, const CostModel& cost, std::int64_t epoch,
@@ -54,7 +54,7 @@ std::vector<std::int64_t> rate_changes(const Cluster& cluster, std::int64_t epoc
 std::vector<double> rates_at(const Cluster& cluster, std::int64_t epoch, std::int64_t step);
 
 struct SimResult {
-  policy::Settings config;  // global_batch and samples_per_epoch: the cluster's
+  Settings config;  // global_batch and samples_per_epoch: the cluster's
   std::vector<EpochRun> epochs;
   double total_s = 0;
   double ideal_s = 0;
@@ -65,6 +65,6 @@ struct SimResult {
 // Runs every epoch of the cluster under the policy of `settings` (its global batch and samples
 // per epoch replaced by the cluster's). Throws ConfigError for a bad policy spec or bounds that
 // do not fit the cluster.
-SimResult simulate(const Cluster& cluster, const CostModel& cost, policy::Settings settings);
+SimResult simulate(const Cluster& cluster, const CostModel& cost, Settings settings);
 
 }  // namespace dbs::replay

@@ -53,7 +53,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string settings(const policy::Settings& c) {
+std::string settings(const Settings& c) {
   std::string s = c.rebalance_every > 0 ? format("re-plan every %d steps", c.rebalance_every)
                                         : std::string("re-plan per epoch");
   return s + format(", min gain %.3g%%, batch per rank %d..%s", 100 * c.min_gain, c.min_batch,
@@ -84,7 +84,7 @@ std::string single(const Replay& r) {
                                  seconds(r.recorded_total_s)};
   if (rec) total.push_back(percent(r.error()));
   t.row(total);
-  std::string out = "policy " + res.config.policy + ": " + settings(res.config) + "\n" + t.str();
+  std::string out = "policy " + to_string(res.config.policy) + ": " + settings(res.config) + "\n" + t.str();
   out += format("speedup over static: %.3fx (static %s s)\n", r.speedup(res),
                 seconds(r.baseline.total_s).c_str());
   if (rec) {
@@ -97,7 +97,7 @@ std::string single(const Replay& r) {
 std::string compare(const Replay& r) {
   Table t;
   std::vector<std::string> head{"epoch"};
-  for (const SimResult& res : r.results) head.push_back(res.config.policy);
+  for (const SimResult& res : r.results) head.push_back(to_string(res.config.policy));
   head.insert(head.end(), {"ideal_s", "recorded_s"});
   t.row(head);
   const SimResult& first = r.results.front();
@@ -119,7 +119,7 @@ std::string compare(const Replay& r) {
   std::string out = "policies side by side: " + settings(first.config) + "\n" + t.str();
   out += "speedup: static's total time over the policy's";
   if (std::none_of(r.results.begin(), r.results.end(),
-                   [](const SimResult& x) { return x.config.policy == "static"; })) {
+                   [](const SimResult& x) { return x.config.policy.kind == PolicySpec::Kind::equal_split; })) {
     out += format(" (static: %s s)", seconds(r.baseline.total_s).c_str());
   }
   out += "\n";
@@ -127,7 +127,7 @@ std::string compare(const Replay& r) {
     out += format(
         "recorded run (policy %s): simulated %s s, recorded %s s, error %s; same "
         "plans in %d of %zu epochs\n",
-        r.header.settings.policy.c_str(),
+        to_string(r.header.settings.policy).c_str(),
         seconds(r.results[static_cast<std::size_t>(r.recorded)].total_s).c_str(),
         seconds(r.recorded_total_s).c_str(), percent(r.error()).c_str(), r.plans_matched,
         first.epochs.size());
@@ -160,7 +160,8 @@ std::string text_summary(const Replay& r) {
       "epochs, recorded with policy %s\n",
       r.path.c_str(), h.world, h.settings.global_batch,
       static_cast<long long>(h.settings.samples_per_epoch),
-      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), h.settings.policy.c_str());
+      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(),
+      to_string(h.settings.policy).c_str());
   out += "model: " + describe_model(r) + "\n";
   out +=
       "ideal: every step split in proportion to the throughputs, plus allreduce and overhead\n\n";
@@ -195,7 +196,7 @@ nlohmann::json json_summary(const Replay& r) {
       j["error"] = r.error();
       j["plans_matched"] = r.plans_matched;
     }
-    out[res.config.policy] = j;
+    out[to_string(res.config.policy)] = j;
   }
   return out;
 }

@@ -71,8 +71,8 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
   return out;
 }
 
-std::vector<Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
-  std::vector<Disturbance> out;
+std::vector<trace::Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
+  std::vector<trace::Disturbance> out;
   if (!f.has("disturbances")) return out;
   const json& list = f.need("disturbances");
   if (!list.is_array()) f.fail("'disturbances' is not an array");
@@ -82,7 +82,7 @@ std::vector<Disturbance> parse_slowdowns(const Fields& f, const std::string& nam
     if (d.has("rank") == d.has("ranks")) d.fail("give exactly one of 'rank' and 'ranks'");
     json one = d.value();  // the disturbance form, with rank 0 standing in for a list
     if (d.has("ranks")) one.erase("ranks"), one["rank"] = 0;
-    Disturbance s = trace::disturbance_from_json(Fields(one, d.where()), world);
+    trace::Disturbance s = trace::disturbance_from_json(Fields(one, d.where()), world);
     std::vector<int> ranks;
     if (d.has("rank")) {
       ranks.push_back(s.rank);
@@ -122,11 +122,15 @@ Spec parse_spec(const json& j, const std::string& name) {
           "seed", "base_throughput", "speeds", "nodes", "disturbances", "comment"});
   Spec s;
   s.epochs = static_cast<int>(f.integer("epochs", 1, 1'000'000));
-  policy::Settings& p = s.settings;
+  Settings& p = s.settings;
   p.samples_per_epoch =
       f.integer_or("samples_per_epoch", p.samples_per_epoch, 1, 1'000'000'000'000);
   p.global_batch = static_cast<int>(f.integer_or("global_batch", p.global_batch, 1, 1 << 30));
-  p.policy = f.string_or("policy", p.policy);
+  try {
+    p.policy = parse_policy(f.string_or("policy", to_string(p.policy)));
+  } catch (const ConfigError& e) {
+    f.fail(std::string("field 'policy': ") + e.what());
+  }
   p.min_batch = static_cast<int>(f.integer_or("min_batch", p.min_batch, 1, 1 << 30));
   p.max_batch = static_cast<int>(f.integer_or("max_batch", p.max_batch, 0, 1 << 30));
   p.min_gain = f.number_or("min_gain", p.min_gain, 0, 0.999);
@@ -196,7 +200,7 @@ std::string synthesize(const Spec& s) {
   for (const NodeType& t : s.nodes) {
     for (int k = 0; k < t.count; ++k) hosts.push_back(t.name + "-" + std::to_string(k));
   }
-  for (const Disturbance& d : s.slowdowns) disturb.push_back(to_string(d));
+  for (const trace::Disturbance& d : s.slowdowns) disturb.push_back(to_string(d));
   const json config = trace::run_config(s.settings, c.world,
                                         {{"model", "synthetic"},
                                          {"params", s.params},
@@ -210,7 +214,7 @@ std::string synthesize(const Spec& s) {
                                          {"allreduce", "model"},
                                          {"disturb", disturb},
                                          {"synthetic", s.source}});
-  const auto rounded = [](policy::Plan p) {
+  const auto rounded = [](Plan p) {
     for (double& v : p.throughput) v = round_sig(v, 7);
     p.predicted_epoch_s = round_sig(p.predicted_epoch_s, 7);
     p.ideal_epoch_s = round_sig(p.ideal_epoch_s, 7);
@@ -222,12 +226,12 @@ std::string synthesize(const Spec& s) {
   for (std::size_t e = 0; e < r.epochs.size(); ++e) {
     const EpochRun& run = r.epochs[e];
     const auto epoch = static_cast<std::int64_t>(e);
-    for (const Disturbance& d : s.slowdowns)
+    for (const trace::Disturbance& d : s.slowdowns)
       if (d.overlaps(epoch)) out += line(trace::disturbance_record(d, epoch));
     for (std::size_t k = 1; k < run.plans.size(); ++k)
       out += line(trace::plan_record(rounded(run.plans[k].plan), run.plans[k].step, "rebalance"));
     std::vector<double> throughput;  // as written, rounded
-    for (policy::Report rep : run.reports) {
+    for (Report rep : run.reports) {
       rep.compute_s = round_sig(rep.compute_s, 7);
       rep.comm_s = round_sig(rep.comm_s, 7);
       rep.step_rate_median = round_sig(rep.step_rate_median, 7);

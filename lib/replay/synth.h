@@ -23,7 +23,7 @@ struct NodeType {
 struct Spec {
   int epochs = 0;
   // The policy the synthetic run records, with N = 60000 and B = 128 unless given.
-  policy::Settings settings{"dbs", 128, 60000};
+  Settings settings{PolicySpec{}, 128, 60000};
   std::int64_t params = 690590;  // model size: 4 bytes each in every allreduce
   double latency_s = 20e-6;      // ring allreduce latency per message
   double bandwidth = 1.25e9;     // bytes/s (0 = infinite)
@@ -31,7 +31,7 @@ struct Spec {
   double noise = 0;              // sd of log throughput, drawn per rank and epoch
   std::uint64_t seed = 1;
   std::vector<NodeType> nodes;  // ranks in this order
-  std::vector<Disturbance> slowdowns;
+  std::vector<trace::Disturbance> slowdowns;
   nlohmann::json source;  // the spec as given (copied into the header)
 
   int world() const;

@@ -12,7 +12,7 @@ namespace dbs::trace {
 
 using nlohmann::json;
 
-json run_config(const policy::Settings& settings, int world, json run) {
+json run_config(const Settings& settings, int world, json run) {
   run.update(policy::to_json(settings));
   run["world"] = world;
   return run;
@@ -22,7 +22,7 @@ json header(const json& config) {
   return {{"type", "header"}, {"format", kFormat}, {"version", kVersion}, {"config", config}};
 }
 
-json plan_record(const policy::Plan& p, std::int64_t step, const std::string& source) {
+json plan_record(const Plan& p, std::int64_t step, const std::string& source) {
   json j = policy::to_json(p);
   j["type"] = "plan";
   j["step"] = step;
@@ -30,7 +30,7 @@ json plan_record(const policy::Plan& p, std::int64_t step, const std::string& so
   return j;
 }
 
-json rank_record(const policy::Report& r, const std::string& host) {
+json rank_record(const Report& r, const std::string& host) {
   json j = policy::to_json(r);
   j["type"] = "rank";
   j["host"] = host;

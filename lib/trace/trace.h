@@ -23,11 +23,11 @@ inline constexpr int kVersion = 2;
 
 // A header's config: `run` (model, hosts, ...: what the recorder knows) with the settings' JSON
 // form and world added.
-nlohmann::json run_config(const policy::Settings& settings, int world, nlohmann::json run);
+nlohmann::json run_config(const Settings& settings, int world, nlohmann::json run);
 nlohmann::json header(const nlohmann::json& config);
 // A plan record for `plan.epoch`; step > 0 marks a re-plan inside the epoch.
-nlohmann::json plan_record(const policy::Plan& plan, std::int64_t step, const std::string& source);
-nlohmann::json rank_record(const policy::Report& report, const std::string& host);
+nlohmann::json plan_record(const Plan& plan, std::int64_t step, const std::string& source);
+nlohmann::json rank_record(const Report& report, const std::string& host);
 nlohmann::json disturbance_record(const Disturbance& d, std::int64_t epoch);
 // The end of an epoch: its training time wall_s and what follows from it for `samples` samples
 // computed by ranks of these throughputs: to_json(eval_of(...)).

@@ -39,7 +39,7 @@ nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohma
   nlohmann::json id = {{"model", c.model},         {"global_batch", c.global_batch},
                        {"seed", c.seed},
                        {"optimizer", c.optimizer}, {"train_samples", train_samples},
-                       {"policy", c.policy}};
+                       {"policy", to_string(c.policy)}};
   // Which samples: a --train-subset of the same size (the random control) is another run.
   if (!subset.is_null()) id["train_subset_hash"] = subset.at("hash");
   return id;
@@ -296,7 +296,7 @@ Trainer::Resumed Trainer::load_checkpoint() {
                           p.meta.at("policy_state").get<std::vector<double>>());
   } else {
     // The plan and the policy's per-rank estimates are of the old ranks: start them afresh.
-    policy::Plan plan = planner_->plan();
+    Plan plan = planner_->plan();
     plan.epoch = next;
     plan.changed = true;
     plan.reason = "re-made for " + std::to_string(world) + " ranks on resume from a checkpoint of " +

@@ -13,11 +13,8 @@
 
 namespace dbs::train {
 
-using trace::Disturbance;
-using trace::parse_disturbance;
-
 // The policy settings are the base (samples_per_epoch is filled in by settings_of).
-struct Config : policy::Settings {
+struct Config : Settings {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // Fashion-MNIST IDX files
   std::string model = "cnn";            // cnn | lenet
   int epochs = 5;                       // epochs to train (in total, counting resumed ones)
@@ -30,7 +27,7 @@ struct Config : policy::Settings {
   std::size_t test_limit = 0;           // use the first N test samples (0 = all)
   std::string train_subset;             // train on the samples of this subset file (indices
                                         // into the set after train_limit); empty = all
-  std::vector<Disturbance> disturbances;
+  std::vector<trace::Disturbance> disturbances;
   std::string trace_path;               // JSONL trace (rank 0 writes it); empty = none
   std::string checkpoint_dir;           // checkpoint each epoch there; empty = none
   bool resume = false;                  // continue from checkpoint_dir
@@ -56,7 +53,7 @@ struct Config : policy::Settings {
 // The policy settings of a run on a training set of `train_samples` samples before
 // --train-limit: what the trainer's policy gets, and what a planner running the same policy
 // beside it (the daemon client) must use.
-policy::Settings settings_of(const Config& config, std::size_t train_samples);
+Settings settings_of(const Config& config, std::size_t train_samples);
 
 // Throws ConfigError for an unknown update or overlap mode, or a combination the exchange cannot
 // run (--overlap on with --update sharded or --allreduce ring). The agent checks it before MPI

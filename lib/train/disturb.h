@@ -12,7 +12,7 @@ namespace dbs::train {
 
 class Disturber {
  public:
-  Disturber(const std::vector<Disturbance>& all, int rank, int threads);
+  Disturber(const std::vector<trace::Disturbance>& all, int rank, int threads);
   ~Disturber();
   Disturber(const Disturber&) = delete;
   Disturber& operator=(const Disturber&) = delete;
@@ -23,11 +23,11 @@ class Disturber {
   // Extra seconds to sleep after a step whose compute took compute_s (sleep mode).
   double sleep_for(double epoch_progress, double compute_s) const;
   // The disturbances of this rank (for the trace).
-  const std::vector<Disturbance>& mine() const { return mine_; }
+  const std::vector<trace::Disturbance>& mine() const { return mine_; }
 
  private:
   void stop_hogs();
-  std::vector<Disturbance> mine_;
+  std::vector<trace::Disturbance> mine_;
   int threads_;
   int hog_count_ = 0;
   std::atomic<bool> stop_{false};

@@ -2,14 +2,14 @@
 //
 // Words: B global batch, S = ceil(N / B) steps, step s trains on the global batch
 // perm[s*B, s*B + gn) with gn = min(B, N - s*B); this rank's slice is [o, o + b) of it, from the
-// plan (a short last step is split in the plan's proportions, policy::step_batch). The buffer the
+// plan (a short last step is split in the plan's proportions, step_batch). The buffer the
 // exchange sums over the ranks is
 //   [ gradient sums (P) | sample count | loss sum | stop | compute_s per rank (W)
 //     | samples per rank (W) | work_s per rank (W) ]
 // so every rank learns every rank's step time without another collective; the 3W per-rank slots
 // are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
-// A step's work time is the rank's own time between two exchanges (policy::CostPoint): the
+// A step's work time is the rank's own time between two exchanges (CostPoint): the
 // previous step's optimizer update, gathering its slice and compute. On a rank whose cgroup's
 // CPU quota is below its threads it is the larger of that and the process CPU time of that work
 // divided by the quota (in cores): the step's time at the rate the quota sustains. A rank given
@@ -198,7 +198,7 @@ StepLoop::Slice StepLoop::slice_of(std::int64_t s) const {
   Slice out;
   out.g0 = s * B_;
   out.gn = static_cast<int>(std::min<std::int64_t>(B_, n_train_ - out.g0));
-  const std::vector<int> split = policy::step_batch(p_.planner.plan(), out.gn);
+  const std::vector<int> split = step_batch(p_.planner.plan(), out.gn);
   out.count = split[static_cast<std::size_t>(rank_)];
   out.offset = std::accumulate(split.begin(), split.begin() + rank_, 0);
   return out;

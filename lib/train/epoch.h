@@ -22,7 +22,7 @@ namespace dbs::train::detail {
 // What one rank measured in one epoch, and what all ranks computed together.
 struct EpochStats {
   std::int64_t stopped_after = -1;  // steps done when the ranks agreed to stop (-1: ran to the end)
-  policy::Report report;       // this rank's
+  Report report;       // this rank's
   double wall_s = 0;
   double loss_sum = 0;         // over all ranks' samples
   std::int64_t samples = 0;    // over all ranks
@@ -32,7 +32,7 @@ struct EpochStats {
   bool continued = false;
   // With rebalance_every: every rank's report over the epoch's last K steps, which the next
   // plan is made from instead of the whole-epoch reports.
-  std::vector<policy::Report> plan_reports;
+  std::vector<Report> plan_reports;
 };
 
 // An epoch stopped after some steps by a signal: what a checkpoint keeps to continue it.
@@ -40,7 +40,7 @@ struct Interrupted {
   std::int64_t epoch = 0;                // 0-based
   std::int64_t steps_done = 0;
   EpochStats stats;                      // this rank's figures so far (wall_s: rank 0's)
-  std::vector<policy::Report> reports;   // every rank's report so far (samples, compute, comm)
+  std::vector<Report> reports;   // every rank's report so far (samples, compute, comm)
 };
 
 // What the step loop works with, all of it owned by the trainer.
@@ -49,7 +49,7 @@ struct EpochParts {
   comm::Communicator& comm;
   const data::Dataset& train;
   nn::Model& model;
-  planner::Planner& planner;  // owns the plan in force; makes every change to it
+  Planner& planner;  // owns the plan in force; makes every change to it
   Exchange& exchange;
   Disturber& disturber;
   trace::Writer* trace;       // rank 0's, or null

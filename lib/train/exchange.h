@@ -34,7 +34,7 @@ class Exchange {
   virtual double compute(const float* x, const std::int32_t* labels, int count,
                          const nn::Context& ctx, std::span<float> buf);
   // Before the step's collectives, with the plan in force.
-  virtual void prepare(const policy::Plan& plan) { (void)plan; }
+  virtual void prepare(const Plan& plan) { (void)plan; }
   // Sums buf over the ranks: all of it, or (sharded) the tail and this rank's slice of the
   // gradient.
   virtual void reduce(std::span<float> buf) = 0;

@@ -24,7 +24,7 @@ std::size_t shard_begin(std::span<const std::size_t> counts, int rank) {
   return std::accumulate(counts.begin(), counts.begin() + rank, std::size_t{0});
 }
 
-void Sharded::prepare(const policy::Plan& plan) {
+void Sharded::prepare(const Plan& plan) {
   const std::vector<std::size_t> counts = shard_counts(plan.batch, params());
   if (counts != shards_) gather_state();
   shards_ = counts;

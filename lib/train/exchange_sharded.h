@@ -15,7 +15,7 @@ namespace dbs::train {
 class Sharded : public Exchange {
  public:
   using Exchange::Exchange;
-  void prepare(const policy::Plan& plan) override;
+  void prepare(const Plan& plan) override;
   void reduce(std::span<float> buf) override;
   void update(std::span<const float> grad, double lr, double scale) override;
   bool shares_parameters() const override { return true; }

@@ -42,11 +42,11 @@ MetricsFile::MetricsFile(const std::string& path, bool append)
   if (csv_ && empty) out_ << kHeader << '\n' << std::flush;
 }
 
-void MetricsFile::write(const EpochResult& r, std::span<const policy::Report> reports,
+void MetricsFile::write(const EpochResult& r, std::span<const Report> reports,
                         const std::vector<std::string>& hosts, double lr) {
   std::string block;
   char line[512];
-  for (const policy::Report& rep : reports) {
+  for (const Report& rep : reports) {
     const auto i = static_cast<std::size_t>(rep.rank);
     const int batch = i < r.batch.size() ? r.batch[i] : rep.batch;
     const std::string& host = i < hosts.size() ? hosts[i] : std::string();

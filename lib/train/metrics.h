@@ -28,7 +28,7 @@ class MetricsFile {
   // Throws InputError when the file cannot be opened.
   MetricsFile(const std::string& path, bool append);
   // The rows of one finished epoch; reports holds every rank's.
-  void write(const EpochResult& epoch, std::span<const policy::Report> reports,
+  void write(const EpochResult& epoch, std::span<const Report> reports,
              const std::vector<std::string>& hosts, double lr);
 
  private:

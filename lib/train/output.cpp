@@ -72,7 +72,7 @@ void Trainer::print_header() const {
   std::printf("dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
               "policy %s, %zu train / %zu test samples\n",
               c.model.c_str(), model_->param_count(), comm_.size(), threads.c_str(),
-              c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, c.policy.c_str(),
+              c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, to_string(c.policy).c_str(),
               train_.n, test_.n);
   std::printf("%5s %8s %8s %6s %8s %10s %9s %8s  %-16s %s\n", "epoch", "wall_s", "ideal_s", "eff",
               "img/s", "train_loss", "test_loss", "test_acc", "batch/rank", "img/s/rank");

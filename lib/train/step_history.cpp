@@ -19,11 +19,11 @@ void StepHistory::skip(std::int64_t steps) {
   work = time;
 }
 
-std::vector<policy::Report> StepHistory::reports(std::int64_t epoch, const policy::Plan& plan,
+std::vector<Report> StepHistory::reports(std::int64_t epoch, const Plan& plan,
                                                  std::int64_t begin, std::int64_t end) const {
-  std::vector<policy::Report> out(static_cast<std::size_t>(world));
+  std::vector<Report> out(static_cast<std::size_t>(world));
   for (int i = 0; i < world; ++i) {
-    policy::Report& r = out[static_cast<std::size_t>(i)];
+    Report& r = out[static_cast<std::size_t>(i)];
     r.rank = i;
     r.epoch = epoch;
     r.batch = plan.batch[static_cast<std::size_t>(i)];

@@ -11,7 +11,7 @@ namespace dbs::train::detail {
 
 struct StepHistory {
   int world = 0;
-  // Step s, rank i at s * world + i: compute seconds, samples, work seconds (policy::CostPoint).
+  // Step s, rank i at s * world + i: compute seconds, samples, work seconds (CostPoint).
   std::vector<float> time, count, work;
 
   // Appends one step's per-rank slots (world floats each).
@@ -19,7 +19,7 @@ struct StepHistory {
   // Zeros for steps [0, steps): an epoch continued from a checkpoint taken after them.
   void skip(std::int64_t steps);
   // Every rank's report over steps [begin, end) of `epoch` under `plan`.
-  std::vector<policy::Report> reports(std::int64_t epoch, const policy::Plan& plan,
+  std::vector<Report> reports(std::int64_t epoch, const Plan& plan,
                                       std::int64_t begin, std::int64_t end) const;
 };
 

@@ -21,13 +21,13 @@ using detail::EpochStats;
 using detail::Interrupted;
 
 // FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
-std::uint64_t fingerprint(const policy::Plan& plan, std::span<const float> params) {
+std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
   std::uint64_t h = fnv1a(plan.batch.data(), plan.batch.size() * sizeof(int));
   h = fnv1a(plan.offset.data(), plan.offset.size() * sizeof(int), h);
   return fnv1a(params.data(), params.size_bytes(), h);
 }
 
-void check_agreement(comm::Communicator& comm, const policy::Plan& plan,
+void check_agreement(comm::Communicator& comm, const Plan& plan,
                      std::span<const float> params, std::int64_t epoch) {
   const std::uint64_t mine = fingerprint(plan, params);
   std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
@@ -40,9 +40,9 @@ void check_agreement(comm::Communicator& comm, const policy::Plan& plan,
                        std::to_string(all[r]));
 }
 
-std::vector<policy::Report> gather_reports(comm::Communicator& comm, const policy::Report& mine) {
-  static_assert(std::is_trivially_copyable_v<policy::Report>);
-  std::vector<policy::Report> all(static_cast<std::size_t>(comm.size()));
+std::vector<Report> gather_reports(comm::Communicator& comm, const Report& mine) {
+  static_assert(std::is_trivially_copyable_v<Report>);
+  std::vector<Report> all(static_cast<std::size_t>(comm.size()));
   comm.allgather_bytes(&mine, sizeof mine, all.data());
   return all;
 }
@@ -86,7 +86,7 @@ void validate(const Config& c, int world, std::size_t n_train) {
 }
 
 Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
-                 planner::Planner* planner)
+                 Planner* planner)
     : config_(cfg),
       comm_(comm),
       train_(take(std::move(data.train), cfg.train_limit)),
@@ -172,10 +172,10 @@ RunResult Trainer::run() {
       break;
     }
     const std::pair<double, double> test = detail::evaluate(comm_, *model_, test_);
-    const std::vector<policy::Report> reports = gather_reports(comm_, es.report);
+    const std::vector<Report> reports = gather_reports(comm_, es.report);
     trace_cpu(e);
     const EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
-    const planner::Planned next =
+    const Planned next =
         planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
     check_agreement(comm_, next.plan, model_->params(), e);
     if (table) print_epoch(r);
@@ -195,7 +195,7 @@ RunResult Trainer::run() {
 }
 
 EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
-                               std::span<const policy::Report> reports,
+                               std::span<const Report> reports,
                                std::pair<double, double> test, std::vector<int> batch) const {
   EpochResult r;
   r.epoch = e;
@@ -206,7 +206,7 @@ EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
   r.efficiency = r.ideal_s / es.wall_s;
   std::vector<double> busy_v;  // per rank, samples per busy second (0: unknown)
   // Unknown for an epoch continued from a checkpoint: the timings miss the steps before it.
-  for (const auto& rep : es.continued ? std::span<const policy::Report>() : reports) {
+  for (const auto& rep : es.continued ? std::span<const Report>() : reports) {
     const double busy = timings_[static_cast<std::size_t>(rep.rank)].busy_s;
     r.busy.push_back(busy / es.wall_s);
     busy_v.push_back(busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0);
@@ -221,8 +221,8 @@ EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
 }
 
 // The finished epoch's rank and eval records and the next plan (rank 0).
-void Trainer::trace_epoch(const EpochResult& r, std::span<const policy::Report> reports,
-                          const planner::Planned& next) {
+void Trainer::trace_epoch(const EpochResult& r, std::span<const Report> reports,
+                          const Planned& next) {
   if (!trace_) return;
   for (const auto& rep : reports) trace_->write(trace::rank_record(rep, hosts_[rep.rank]));
   trace::Eval ev;
@@ -286,7 +286,7 @@ RunResult Trainer::finish(RunResult out) {
 }
 
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              planner::Planner* planner) {
+              Planner* planner) {
   return Trainer(config, comm, std::move(data), planner).run();
 }
 

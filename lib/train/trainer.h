@@ -74,7 +74,7 @@ class Trainer {
   // of config.policy); it must be fresh, or restored by a resume. Throws ConfigError for a config
   // validate() rejects.
   Trainer(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-          planner::Planner* planner = nullptr);
+          Planner* planner = nullptr);
   // Trains (from the checkpoint with Config::resume) to Config::epochs. Stops early when any
   // rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured. Throws on any error;
   // the caller aborts the job.
@@ -94,10 +94,10 @@ class Trainer {
   detail::EpochParts epoch_parts();
   // The result of a finished epoch from its figures and every rank's report.
   EpochResult result_of(std::int64_t epoch, const detail::EpochStats& es,
-                        std::span<const policy::Report> reports, std::pair<double, double> test,
+                        std::span<const Report> reports, std::pair<double, double> test,
                         std::vector<int> batch) const;
-  void trace_epoch(const EpochResult& r, std::span<const policy::Report> reports,
-                   const planner::Planned& next);
+  void trace_epoch(const EpochResult& r, std::span<const Report> reports,
+                   const Planned& next);
   detail::Interrupted interrupted(std::int64_t epoch, const detail::EpochStats& es);
   RunResult finish(RunResult out);
 
@@ -128,8 +128,8 @@ class Trainer {
   nlohmann::json subset_;                     // the train subset's identity (null: none)
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<planner::Planner> own_planner_;  // the embedded one when none was given
-  planner::Planner* planner_ = nullptr;       // owns the plan in force; makes every change to it
+  std::unique_ptr<Planner> own_planner_;  // the embedded one when none was given
+  Planner* planner_ = nullptr;       // owns the plan in force; makes every change to it
   std::vector<std::string> hosts_;            // host of each rank
   std::vector<std::string> waiting_;          // how each rank waits and why (Communicator::waiting)
   bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
@@ -144,6 +144,6 @@ class Trainer {
 
 // Trainer(config, comm, data, planner).run().
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              planner::Planner* planner = nullptr);
+              Planner* planner = nullptr);
 
 }  // namespace dbs::train

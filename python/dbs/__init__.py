@@ -1,7 +1,8 @@
 """dbs: heterogeneity-aware dynamic batch sizes for synchronous data-parallel training.
 
 The plan (per-rank batch sizes keeping the global batch), the reports it is made from, the
-step rule and the epoch permutation come from the C++ library through the extension dbs._dbs.
+step rule, the epoch permutation and the way to the daemon (Remote) come from the C++ library
+through the extension dbs._dbs.
 dbs.torch uses them with PyTorch's DistributedDataParallel.
 """
 
@@ -30,6 +31,7 @@ class PlanError(Error):
 Settings = _dbs.Settings
 Plan = _dbs.Plan
 Report = _dbs.Report
+Remote = _dbs.Remote
 
 __all__ = ["Error", "InputError", "ConfigError", "CommError", "PlanError", "Settings", "Plan",
-           "Report"]
+           "Report", "Remote"]

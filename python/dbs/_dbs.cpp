@@ -1,8 +1,8 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
-// permutation of lib/data, the planner (embedded, or the daemon's over plain TCP or TLS with a
-// job key or munge: make_planner) and dbs-agent's --disturb spec; Python never re-derives any
-// of them.
+// permutation of lib/data, the way to the daemon (Remote: plain TCP or TLS, a job key or munge),
+// the planner (embedded, or the daemon's: make_planner) and dbs-agent's --disturb spec; Python
+// never re-derives any of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError / CommError.
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
@@ -21,20 +21,21 @@
 #include <utility>
 #include <vector>
 
-#include "lib/api/remote.h"
+#include "lib/auth/credential.h"
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/data/sampler.h"
 #include "lib/policy/cost.h"
 #include "lib/policy/plan.h"
+#include "lib/planner/remote_check.h"
 #include "lib/policy/steps.h"
 #include "lib/trace/disturbance.h"
 
 namespace py = pybind11;
-using dbs::policy::Plan;
-using dbs::policy::Report;
-using dbs::policy::Settings;
+using dbs::Plan;
+using dbs::Report;
+using dbs::Settings;
 
 namespace {
 
@@ -114,63 +115,35 @@ class JobPlanner {
   bool finished_ = false;
 };
 
-// Every rank checks its own remote arguments (lib/api/remote.h), then the ranks allgather
-// their verdicts, so that a bad argument on any rank raises on every rank before the planner's
-// own collectives begin: the rank at fault names the argument, the others name that rank too.
-void agree_on_arguments(const dbs::Group& group, const dbs::api::Remote& remote) {
-  struct Verdict {
-    char kind = 0;  // 0 fine, 'C' ConfigError, 'I' InputError
-    char message[255] = {};
-  };
-  Verdict mine;
-  std::string error;
-  try {
-    dbs::api::check_remote(remote);
-  } catch (const dbs::ConfigError& e) {
-    mine.kind = 'C';
-    error = e.what();
-  } catch (const dbs::InputError& e) {
-    mine.kind = 'I';
-    error = e.what();
-  }
-  std::strncpy(mine.message, error.c_str(), sizeof mine.message - 1);
-  std::vector<Verdict> all(static_cast<std::size_t>(group.size));
-  if (group.size == 1) {
-    all[0] = mine;
-  } else {
-    group.allgather(&mine, sizeof mine, all.data());
-  }
-  if (mine.kind == 'C') throw dbs::ConfigError(error);
-  if (mine.kind == 'I') throw dbs::InputError(error);
-  for (int r = 0; r < group.size; ++r) {
-    const Verdict& v = all[static_cast<std::size_t>(r)];
-    const std::string why = "rank " + std::to_string(r) + ": " + v.message;
-    if (v.kind == 'C') throw dbs::ConfigError(why);
-    if (v.kind == 'I') throw dbs::InputError(why);
-  }
-}
-
-JobPlanner make_planner(const Settings& settings, int rank, int world, py::function allgather,
-                        const std::string& address, const std::string& job,
+// A Remote from Python's keyword arguments: the auth word parsed, and what needs no file checked
+// (an address of HOST:PORT with a job, timeouts > 0), each ConfigError naming the argument. The
+// files (tls_ca, token_file) are read by make_planner on every rank, whose collective verdict
+// raises on every rank when one of them is bad.
+dbs::Remote make_remote(const std::string& address, const std::string& job,
                         const std::string& token_file, double timeout_s,
                         double connect_timeout_s, const std::string& tls_ca,
                         const std::string& auth, const std::string& munge_socket) {
+  dbs::Remote r;
+  r.address = address;
+  r.job = job;
+  r.token_file = token_file;
+  r.timeout_s = timeout_s;
+  r.connect_timeout_s = connect_timeout_s;
+  r.tls_ca = tls_ca;
+  r.auth = dbs::planner::parse_auth(auth);
+  r.munge_socket = munge_socket;
+  dbs::planner::check_form(r);
+  return r;
+}
+
+JobPlanner make_planner(const Settings& settings, int rank, int world, py::function allgather,
+                        const dbs::Remote& remote) {
   dbs::Group group;
   group.rank = rank;
   group.size = world;
   group.allgather = python_allgather(std::move(allgather), world);
-  dbs::api::Remote remote;
-  remote.options.address = address;
-  remote.options.job = job;
-  remote.options.token_file = token_file;
-  remote.options.timeout_s = timeout_s;
-  remote.options.connect_timeout_s = connect_timeout_s;
-  remote.options.tls_ca = address.empty() ? "" : tls_ca;
-  remote.auth.mode = auth;
-  remote.auth.munge_socket = munge_socket;
   py::gil_scoped_release release;
-  agree_on_arguments(group, remote);
-  return JobPlanner(dbs::make_planner(settings, group, remote.options, remote.auth));
+  return JobPlanner(dbs::make_planner(settings, group, remote));
 }
 
 }  // namespace
@@ -199,7 +172,11 @@ PYBIND11_MODULE(_dbs, m) {
 
   py::class_<Settings>(m, "Settings")
       .def(py::init<>())
-      .def_readwrite("policy", &Settings::policy)
+      .def_property(
+          "policy", [](const Settings& s) { return dbs::to_string(s.policy); },
+          [](Settings& s, const std::string& text) { s.policy = dbs::parse_policy(text); },
+          "'dbs', 'dbs-rate', 'static' or 'fixed:b0,b1,...'; ConfigError on assignment for "
+          "another name or a fixed: size that is not an integer >= 1")
       .def_readwrite("global_batch", &Settings::global_batch)
       .def_readwrite("samples_per_epoch", &Settings::samples_per_epoch)
       .def_readwrite("min_batch", &Settings::min_batch)
@@ -249,9 +226,9 @@ PYBIND11_MODULE(_dbs, m) {
         "seconds, compute seconds), as dbs::Meter takes them.");
   m.def("cpu_quota", &cpu_quota,
         "Cores of this process's cgroup CPU quota (0 = none or unreadable).");
-  m.def("step_batch", &dbs::policy::step_batch, py::arg("plan"), py::arg("samples"),
+  m.def("step_batch", &dbs::step_batch, py::arg("plan"), py::arg("samples"),
         "Per-rank sizes of a global step of `samples` samples under plan.");
-  m.def("offsets_of", &dbs::policy::offsets_of, py::arg("batch"),
+  m.def("offsets_of", &dbs::offsets_of, py::arg("batch"),
         "Rank i takes [o_i, o_i + b_i) of a global step.");
   m.def("permutation", &permutation, py::arg("n"), py::arg("seed"), py::arg("epoch"),
         "The epoch's permutation of range(n) (int64), the same as dbs-agent's for the seed.");
@@ -268,6 +245,43 @@ PYBIND11_MODULE(_dbs, m) {
       .def("__str__", [](const Disturbance& d) { return dbs::trace::to_string(d); });
   m.def("parse_disturbance", &dbs::trace::parse_disturbance, py::arg("spec"),
         "rank=R,factor=F[,from=E][,to=E][,mode=sleep|hog]; ConfigError names the bad field.");
+
+  // The way to the daemon (dbs::Remote, <dbs/planner.h>), one value for Balancer(remote=...)
+  // and make_planner; its fields are read-only once made.
+  py::class_<dbs::Remote>(m, "Remote",
+                          "The way to dbs-scheduler serve: address 'HOST:PORT' ('' = no daemon, "
+                          "the embedded policy plans), job the job id there (the same on every "
+                          "rank; required with an address), token_file the job's key "
+                          "(dbs-scheduler job-key), timeout_s the wait for the daemon's plan at "
+                          "an epoch's end, connect_timeout_s per connection attempt, tls_ca a "
+                          "PEM CA file (TLS to the daemon, its certificate verified; '' = plain "
+                          "TCP), auth 'auto' (token_file when given, else munge when built), "
+                          "'token' or 'munge' (a munge credential of the user; the job is that "
+                          "uid's), munge_socket munged's socket ('' = munge's default). "
+                          "ConfigError naming the argument for an address that is not "
+                          "HOST:PORT, an address without a job, a timeout <= 0, another auth "
+                          "word or 'munge' where dbs is built without it; the files are read "
+                          "when the planner is made.")
+      .def(py::init(&make_remote), py::kw_only(), py::arg("address") = "", py::arg("job") = "",
+           py::arg("token_file") = "", py::arg("timeout_s") = 10.0,
+           py::arg("connect_timeout_s") = 2.0, py::arg("tls_ca") = "", py::arg("auth") = "auto",
+           py::arg("munge_socket") = "")
+      .def_readonly("address", &dbs::Remote::address)
+      .def_readonly("job", &dbs::Remote::job)
+      .def_readonly("token_file", &dbs::Remote::token_file)
+      .def_readonly("timeout_s", &dbs::Remote::timeout_s)
+      .def_readonly("connect_timeout_s", &dbs::Remote::connect_timeout_s)
+      .def_readonly("tls_ca", &dbs::Remote::tls_ca)
+      .def_property_readonly("auth",
+                             [](const dbs::Remote& r) { return dbs::planner::name(r.auth); })
+      .def_readonly("munge_socket", &dbs::Remote::munge_socket)
+      .def("__repr__",
+           [](const dbs::Remote& r) {
+             return "dbs.Remote(address=" + py::repr(py::str(r.address)).cast<std::string>() +
+                    ", job=" + py::repr(py::str(r.job)).cast<std::string>() + ", auth='" +
+                    dbs::planner::name(r.auth) + "')";
+           })
+      .def(py::self == py::self);
 
   // The planner of a job (<dbs/planner.h>): the embedded policy, or the daemon with the
   // embedded policy as its fallback. Its collectives call `allgather` (a Python callable, see
@@ -320,19 +334,13 @@ PYBIND11_MODULE(_dbs, m) {
            "This rank leaves the job (done: all epochs trained): goodbye to the daemon; the "
            "plan and state stay.");
   m.def("make_planner", &make_planner, py::arg("settings"), py::arg("rank"), py::arg("world"),
-        py::arg("allgather"), py::arg("address") = "", py::arg("job") = "",
-        py::arg("token_file") = "", py::arg("timeout_s") = 10.0,
-        py::arg("connect_timeout_s") = 2.0, py::arg("tls_ca") = "", py::arg("auth") = "auto",
-        py::arg("munge_socket") = "",
+        py::arg("allgather"), py::arg("remote") = dbs::Remote{},
         "The job's planner on this rank, a collective (dbs::make_planner): allgather(bytes) -> "
-        "bytes, every rank's equal-sized bytes in rank order. address 'HOST:PORT' of "
-        "dbs-scheduler serve ('' = the embedded policy only), job the job id there, "
-        "token_file the job key, tls_ca a PEM CA file (TLS to the daemon, its certificate "
-        "verified; '' = plain TCP; read only with an address), auth 'auto' (token_file when "
-        "given, else munge when built), 'token' or 'munge' (a munge credential of the user), "
-        "munge_socket munged's socket ('' = munge's default). ConfigError on every rank when "
-        "the ranks' settings differ, or any rank has a bad policy, address, token file, tls_ca "
-        "or auth (the rank at fault names the argument).");
-  m.def("munge_built", &dbs::api::munge_built,
+        "bytes, every rank's equal-sized bytes in rank order; remote the daemon (dbs.Remote; "
+        "the default, no address, is the embedded policy only). ConfigError on every rank when "
+        "the ranks' settings differ, any rank has a bad policy, or any rank's remote is at "
+        "fault (a tls_ca or token_file it cannot read, auth 'token' without token_file: the "
+        "rank at fault names the argument, the others name that rank).");
+  m.def("munge_built", &dbs::auth::munge_built,
         "Whether this dbs was built with munge (auth='munge' needs it).");
 }

@@ -56,17 +56,17 @@ int run(const ReplayCommandOptions& o) {
   if (!o.policy.empty() && !o.compare.empty()) {
     throw ConfigError("give --policy or --compare, not both");
   }
+  replay::ReplayOptions options = o.replay;
+  if (!o.policy.empty()) options.policies = {parse_policy(o.policy)};
+  if (!o.compare.empty()) {
+    options.policies = replay::split_policies(o.compare);
+    if (options.policies.empty()) throw ConfigError("--compare names no policy");
+  }
 
   replay::ReadOptions ro;
   ro.strict = o.strict;
   const replay::Trace trace = replay::read_trace(path, ro);
   for (const std::string& w : trace.warnings) warn(w);
-  replay::ReplayOptions options = o.replay;
-  if (!o.policy.empty()) options.policies = {o.policy};
-  if (!o.compare.empty()) {
-    options.policies = replay::split_policies(o.compare);
-    if (options.policies.empty()) throw ConfigError("--compare names no policy");
-  }
   const replay::Replay r = replay::replay(trace, options);
   if (o.json) {
     std::printf("%s\n", replay::json_summary(r).dump(2).c_str());

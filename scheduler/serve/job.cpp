@@ -34,7 +34,7 @@ std::string missing_note(const std::vector<int>& missing, double timeout_s) {
 
 }  // namespace
 
-Job::Job(std::string id, int world, policy::Settings config)
+Job::Job(std::string id, int world, Settings config)
     : id_(std::move(id)),
       world_(world),
       config_(std::move(config)),
@@ -52,7 +52,7 @@ std::size_t Job::history_kept() const {
   return std::clamp(kHistoryCells / static_cast<std::size_t>(world_), kHistoryMin, kHistory);
 }
 
-Job::Accepted Job::add(const policy::Report& r) {
+Job::Accepted Job::add(const Report& r) {
   if (r.epoch < plan_.epoch - 1)
     throw proto::ProtocolError(proto::ErrorCode::state, "report for epoch " + e1(r.epoch) +
                                                             ", but job '" + id_ + "' is at epoch " +
@@ -75,7 +75,7 @@ Job::Accepted Job::add(const policy::Report& r) {
 EpochOutcome Job::plan(double timeout_s) {
   EpochOutcome o;
   o.epoch = plan_.epoch;
-  std::vector<policy::Report> all(static_cast<std::size_t>(world_));
+  std::vector<Report> all(static_cast<std::size_t>(world_));
   for (int r = 0; r < world_; ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (have_[i]) {
@@ -84,14 +84,14 @@ EpochOutcome Job::plan(double timeout_s) {
       continue;
     }
     o.missing.push_back(r);
-    policy::Report stand_in = last_[i].epoch >= 0 ? last_[i] : policy::Report{};
+    Report stand_in = last_[i].epoch >= 0 ? last_[i] : Report{};
     if (last_[i].epoch < 0) stand_in.batch = plan_.batch[i];
     stand_in.rank = r;
     stand_in.epoch = plan_.epoch;
     all[i] = stand_in;
   }
   // Plan from what the ranks ran: it differs from our plan after epochs on their own policy.
-  policy::Plan current = plan_;
+  Plan current = plan_;
   if (o.missing.empty()) {
     std::vector<int> ran(static_cast<std::size_t>(world_));
     std::int64_t sum = 0;
@@ -101,7 +101,7 @@ EpochOutcome Job::plan(double timeout_s) {
     }
     if (sum == config_.global_batch && ran != current.batch) {
       current.batch = ran;
-      current.offset = policy::offsets_of(ran);
+      current.offset = offsets_of(ran);
     }
   }
   try {
@@ -146,7 +146,7 @@ void Job::commit(const EpochOutcome& o) {
     if (std::accumulate(batch.begin(), batch.end(), std::int64_t{0}) == config_.global_batch &&
         batch != ran_.batch) {
       ran_.batch = batch;
-      ran_.offset = policy::offsets_of(batch);
+      ran_.offset = offsets_of(batch);
     }
   }
   const std::size_t kept = history_kept();

@@ -18,9 +18,9 @@ namespace dbs::scheduler {
 // One planned epoch: what the journal records and the trace shows.
 struct EpochOutcome {
   std::int64_t epoch = 0;               // the reported epoch (0-based)
-  std::vector<policy::Report> reports;  // received ones, by rank
+  std::vector<Report> reports;  // received ones, by rank
   std::vector<int> missing;             // ranks planned from their last report
-  policy::Plan plan;                    // the plan of epoch + 1
+  Plan plan;                    // the plan of epoch + 1
   std::vector<double> policy_state;     // after planning
 };
 
@@ -49,12 +49,12 @@ class Job {
   std::size_t history_kept() const;                      // epochs kept for this world
 
   // Throws ConfigError when the policy spec or config is invalid.
-  Job(std::string id, int world, policy::Settings config);
+  Job(std::string id, int world, Settings config);
 
   // A validated report of rank r (0 <= r < world). Throws ProtocolError(state) for an epoch
   // older than the one just planned. A report of a later epoch than expected moves the job
   // to it (the agents ran epochs on their own policy); reports for the old epoch are dropped.
-  Accepted add(const policy::Report& report);
+  Accepted add(const Report& report);
   bool has_pending() const { return received_ > 0; }
   // The plan of the next epoch from the reports received (missing ranks use their last
   // report; timeout_s is named in the reason). Advances the policy; the caller journals the
@@ -66,19 +66,19 @@ class Job {
 
   const std::string& id() const { return id_; }
   int world() const { return world_; }
-  const policy::Settings& config() const { return config_; }
-  const policy::Plan& current() const { return plan_; }  // the plan of the running epoch
+  const Settings& config() const { return config_; }
+  const Plan& current() const { return plan_; }  // the plan of the running epoch
   // The plan the last planned epoch ran under (batch sizes as its ranks reported them when all
   // did), nullptr before the first planned epoch. After the last epoch of a job, current() is
   // the plan of an epoch that never runs: what ran is this one.
-  const policy::Plan* ran() const { return plans_ > 0 ? &ran_ : nullptr; }
-  const policy::Plan& initial() const { return initial_; }
+  const Plan* ran() const { return plans_ > 0 ? &ran_ : nullptr; }
+  const Plan& initial() const { return initial_; }
   std::int64_t reports() const { return reports_; }  // reports planned from
   std::int64_t plans() const { return plans_; }
   std::int64_t changes() const { return changes_; }
   std::int64_t timeouts() const { return timeouts_; }
   const std::vector<EpochHistory>& history() const { return history_; }
-  const std::vector<policy::Report>& last_reports() const { return last_; }  // epoch -1 = none
+  const std::vector<Report>& last_reports() const { return last_; }  // epoch -1 = none
   void set_rank_info(int rank, RankInfo info) {
     rank_info_[static_cast<std::size_t>(rank)] = std::move(info);
   }
@@ -87,10 +87,10 @@ class Job {
  private:
   std::string id_;
   int world_;
-  policy::Settings config_;
+  Settings config_;
   std::unique_ptr<policy::Policy> policy_;
-  policy::Plan initial_, plan_, ran_;
-  std::vector<policy::Report> pending_, last_;
+  Plan initial_, plan_, ran_;
+  std::vector<Report> pending_, last_;
   std::vector<char> have_;
   int received_ = 0;
   std::vector<RankInfo> rank_info_;

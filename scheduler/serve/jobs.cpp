@@ -33,7 +33,7 @@ int LiveJob::connected() const {
   return n;
 }
 
-const policy::Plan& LiveJob::shown_plan() const {
+const Plan& LiveJob::shown_plan() const {
   if (!finished) return job->current();
   return job->ran() != nullptr ? *job->ran() : job->initial();
 }
@@ -43,7 +43,7 @@ std::int64_t LiveJob::shown_epoch() const {
   return shown_plan().epoch + 1;
 }
 
-void LiveJob::set_plan(policy::Plan durable) {
+void LiveJob::set_plan(Plan durable) {
   plan = std::make_shared<const proto::PlanLines>(job->id(), std::move(durable));
 }
 
@@ -163,7 +163,7 @@ LiveJob& JobTable::create(const proto::RegisterMsg& m, const Caller& caller) {
   e.done = deliver(m.job, live.job->current());
   journal_.append(std::move(e));
   log::info("job '" + m.job + "' created: " + std::to_string(m.world) + " ranks, policy " +
-            net::printable(m.config->policy) + ", global batch " +
+            to_string(m.config->policy) + ", global batch " +
             std::to_string(m.config->global_batch) + ", created with " + caller.describe());
   return live;
 }
@@ -283,7 +283,7 @@ void JobTable::plan_epoch(LiveJob& live) {
   journal_.append(std::move(e));
 }
 
-std::function<void()> JobTable::deliver(const std::string& job, policy::Plan plan,
+std::function<void()> JobTable::deliver(const std::string& job, Plan plan,
                                         std::optional<net::Clock::time_point> planned_at) {
   return [this, job, plan = std::move(plan), planned_at] {
     const auto it = jobs_.find(job);

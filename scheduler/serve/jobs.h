@@ -59,9 +59,9 @@ struct LiveJob {
   }
   // The plan an operator is shown: the running epoch's, or for a finished job the last one that
   // ran (Job::ran; the initial plan when none ran). The epoch it shows counts from 1 (0: none ran).
-  const policy::Plan& shown_plan() const;
+  const Plan& shown_plan() const;
   std::int64_t shown_epoch() const;
-  void set_plan(policy::Plan durable);
+  void set_plan(Plan durable);
   // Sends `rank` its share of the durable plan (protocol.h, step 4), if connected.
   void send_plan(int rank) const;
 };
@@ -135,7 +135,7 @@ class JobTable {
   void prune();
   // Runs on the io thread once the plan is journalled: remember it and send it to the ranks.
   // planned_at: when planning started (timed into plan_latency); none for a job's first plan.
-  std::function<void()> deliver(const std::string& job, policy::Plan plan,
+  std::function<void()> deliver(const std::string& job, Plan plan,
                                 std::optional<net::Clock::time_point> planned_at = {});
 
   net::asio::io_context& io_;

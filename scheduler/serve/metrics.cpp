@@ -149,7 +149,7 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
     o.family(per_job[f].name, per_job[f].type, per_job[f].help);
     for (const auto& [id, live] : jobs.jobs()) {
       const Job& j = *live->job;
-      const policy::Plan& shown = live->shown_plan();
+      const Plan& shown = live->shown_plan();
       const double last_report =
           live->last_report.time_since_epoch().count() == 0
               ? 0

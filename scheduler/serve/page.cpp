@@ -41,7 +41,7 @@ std::string seconds(double s) {
 // Efficiency, epoch times and the last report's age, each in a span a test can find by class.
 std::string figures(const LiveJob& live) {
   const Job& j = *live.job;
-  const policy::Plan& p = live.shown_plan();
+  const Plan& p = live.shown_plan();
   const double efficiency = last_efficiency(j);
   const double measured = j.history().empty() ? 0 : j.history().back().measured_s;
   const double age = last_report_age_s(live);
@@ -89,7 +89,7 @@ std::string table(const LiveJob& live) {
       "<th>last report</th></tr></thead><tbody>";
   for (int r = 0; r < j.world() && r < kRowsShown; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const policy::Report& report = j.last_reports()[i];
+    const Report& report = j.last_reports()[i];
     const bool reported = last != nullptr && last->batch[i] > 0;
     const RankInfo& info = j.rank_info()[i];
     const std::string waiting = info.waiting.empty() ? "-" : chart::escape(info.waiting);
@@ -116,7 +116,7 @@ std::string job_section(const LiveJob& live) {
                   "\"><h2>job " + id + " <small><span class=\"state\">" + live.state() +
                   "</span>, epoch <span class=\"epoch\">" + std::to_string(live.shown_epoch()) +
                   "</span>, " + std::to_string(live.connected()) + "/" + std::to_string(j.world()) +
-                  " ranks connected, policy " + chart::escape(j.config().policy) +
+                  " ranks connected, policy " + chart::escape(to_string(j.config().policy)) +
                   ", global batch " + std::to_string(j.config().global_batch) + "</small></h2>";
   s += warning(live) + figures(live);
   s += "<p>plan: " + chart::escape(live.shown_plan().reason) + "</p>";

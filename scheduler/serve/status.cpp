@@ -17,7 +17,7 @@ const std::string kHiddenWhy =
     "clients of a daemon run with --http-trust-loopback and without munge";
 
 // A plan's JSON with its per-rank arrays cut to the first `shown` ranks.
-json plan_json(const policy::Plan& p, int shown) {
+json plan_json(const Plan& p, int shown) {
   json plan = policy::to_json(p);
   for (const char* key : {"batch", "offset", "throughput"})
     if (plan.contains(key) && plan[key].size() > static_cast<std::size_t>(shown))
@@ -27,13 +27,13 @@ json plan_json(const policy::Plan& p, int shown) {
 
 json job_json(const LiveJob& live) {
   const Job& j = *live.job;
-  const policy::Plan& shown_plan = live.shown_plan();
+  const Plan& shown_plan = live.shown_plan();
   const EpochHistory* last = j.history().empty() ? nullptr : &j.history().back();
   const int shown = std::min(j.world(), kRanksShown);
   json ranks = json::array();
   for (int r = 0; r < shown; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const policy::Report& report = j.last_reports()[i];
+    const Report& report = j.last_reports()[i];
     json rank = {{"rank", r},
                  {"host", j.rank_info()[i].host},
                  {"waiting", j.rank_info()[i].waiting},

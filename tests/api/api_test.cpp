@@ -121,7 +121,7 @@ TEST_CASE("Api.Planner.EmbeddedPlansFromGatheredReports") {
   std::vector<dbs::Plan> next(2);
   dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
     dbs::Settings s;
-    s.policy = "dbs-rate";
+    s.policy = dbs::parse_policy("dbs-rate");
     s.samples_per_epoch = 1024;
     const dbs::Group g = dbs::comm::group_of(comm);
     auto planner = dbs::make_planner(s, g);
@@ -152,7 +152,7 @@ TEST_CASE("Api.Planner.RanksThatDisagreeAllThrow") {
                "(rank 0: 128)");
   const auto policy = errors_on(3, [](dbs::Group& g) {
     dbs::Settings s;
-    if (g.rank == 2) s.policy = "static";
+    if (g.rank == 2) s.policy = dbs::parse_policy("static");
     dbs::make_planner(s, g);
   });
   for (const auto& w : policy)
@@ -160,11 +160,43 @@ TEST_CASE("Api.Planner.RanksThatDisagreeAllThrow") {
                "(rank 0: 'dbs')");
 }
 
+TEST_CASE("Api.Planner.ARemoteAtFaultOnOneRankThrowsOnEveryRank") {
+  // Rank 1 alone has a bad value: it names the field, rank 0 names rank 1; none waits.
+  const auto run = [](const std::function<void(dbs::Remote&)>& spoil) {
+    return errors_on(2, [&](dbs::Group& g) {
+      dbs::Remote r;
+      r.address = "127.0.0.1:9";
+      r.job = "j";
+      if (g.rank == 1) spoil(r);
+      dbs::make_planner(dbs::Settings{}, g, r);
+    });
+  };
+  const auto ca = run([](dbs::Remote& r) { r.tls_ca = "/nonexistent/ca.pem"; });
+  CHECK(ca[1] == "config: tls_ca /nonexistent/ca.pem: cannot read the file");
+  CHECK(ca[0] == "config: rank 1: tls_ca /nonexistent/ca.pem: cannot read the file");
+  const auto token = run([](dbs::Remote& r) { r.auth = dbs::Remote::Auth::token; });
+  CHECK(token[1] == "config: auth 'token' needs token_file, the job's key");
+  CHECK(token[0] == "config: rank 1: auth 'token' needs token_file, the job's key");
+  const auto key = run([](dbs::Remote& r) { r.token_file = "/nonexistent/job.key"; });
+  CHECK(key[1].rfind("config: token file /nonexistent/job.key: ", 0) == 0);
+  CHECK(key[0] == "config: rank 1: " + key[1].substr(8));
+  const auto job = run([](dbs::Remote& r) { r.job.clear(); });
+  CHECK(job[0] == "config: rank 1: job: the daemon at 127.0.0.1:9 needs the job id, the same on "
+                  "every rank");
+  const auto timeout = run([](dbs::Remote& r) { r.timeout_s = 0; });
+  CHECK(timeout[1] == "config: timeout_s 0: must be > 0");
+  // Without an address nothing of the rest is read.
+  dbs::Remote none;
+  none.tls_ca = "/nonexistent/ca.pem";
+  none.auth = dbs::Remote::Auth::token;
+  CHECK_NOTHROW(dbs::make_planner(dbs::Settings{}, dbs::Group{}, none));
+}
+
 TEST_CASE("Api.Planner.RejectsBadInput") {
   // A fixed: spec of the wrong length fails on every rank alike.
   const auto fixed = errors_on(2, [](dbs::Group& g) {
     dbs::Settings s;
-    s.policy = "fixed:64,32,32";
+    s.policy = dbs::parse_policy("fixed:64,32,32");
     dbs::make_planner(s, g);
   });
   CHECK(fixed[0].rfind("config: ", 0) == 0);

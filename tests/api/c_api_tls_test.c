@@ -1,9 +1,9 @@
-/* The C ABI's dbs_remote (API 1.2) and dbs_planner_fallback (1.3), compiled as C, against
+/* The C ABI's dbs_remote and dbs_planner_fallback, compiled as C, against
  * dbs-scheduler serve over TLS (tests/api/c_api_tls.sh starts it and makes the files): two ranks
  * on two threads, one epoch with fake timings. With the CA that signed the daemon's certificate
  * the next plan is the daemon's (fallback cause none); with another CA it is the embedded
  * fallback's (cause outage; the log line is checked by the script). Every bad field is
- * DBS_ERROR_CONFIG or DBS_ERROR_INPUT naming the field.
+ * DBS_ERROR_CONFIG naming the field (DBS_ERROR_INPUT for a NULL handle).
  * Usage: test-c-api-tls ADDRESS CA OTHER_CA JOB_KEY NOT_PEM. Exit 0 passes. */
 #include <dbs/dbs.h>
 #include <stdio.h>
@@ -61,7 +61,7 @@ static void* run_rank(void* arg) {
     dbs_settings_destroy(s);
     return NULL;
   }
-  a->status = dbs_planner_create_remote(s, a->rank, kWorld, allgather, &a->rank, remote, &p);
+  a->status = dbs_planner_create(s, a->rank, kWorld, allgather, &a->rank, remote, &p);
   dbs_remote_destroy(remote); /* the planner keeps what it needs */
   dbs_settings_destroy(s);
   if (a->status != DBS_OK) {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   dbs_api_version(&major, &minor);
-  EXPECT(major == 1 && minor >= 3);
+  EXPECT(major == 2 && minor >= 0);
 
   /* The right CA: the daemon plans epoch 2. */
   memset(args, 0, sizeof args);
@@ -152,20 +152,24 @@ int main(int argc, char** argv) {
                  "auth 'munge': this dbs is built without munge");
   }
   EXPECT_ERROR(dbs_remote_set_address(remote, "no-port"), DBS_ERROR_CONFIG, "address 'no-port'");
-  EXPECT_ERROR(dbs_remote_set_timeouts(remote, 0, 2), DBS_ERROR_INPUT, "timeout_s 0");
-  EXPECT_ERROR(dbs_remote_set_timeouts(remote, 10, -1), DBS_ERROR_INPUT, "connect_timeout_s -1");
+  EXPECT_ERROR(dbs_remote_set_timeouts(remote, 0, 2), DBS_ERROR_CONFIG, "timeout_s 0: must be > 0");
+  EXPECT_ERROR(dbs_remote_set_timeouts(remote, 10, -1), DBS_ERROR_CONFIG,
+               "connect_timeout_s -1: must be > 0");
   EXPECT_ERROR(dbs_remote_set_auth(NULL, "auto"), DBS_ERROR_INPUT, "remote is NULL");
   EXPECT(dbs_remote_set_tls_ca(remote, argv[2]) == DBS_OK);
   EXPECT(dbs_remote_set_tls_ca(remote, "") == DBS_OK); /* back to plain TCP */
-  /* auth token needs a job key: refused when the planner is made, on one rank here. */
+  /* A job and, for auth token, a job key: refused when the planner is made, on one rank here. */
   EXPECT(dbs_remote_set_address(remote, argv[1]) == DBS_OK);
-  EXPECT(dbs_remote_set_auth(remote, "token") == DBS_OK);
   dbs_settings_create(&s);
-  EXPECT_ERROR(dbs_planner_create_remote(s, 0, 1, NULL, NULL, remote, &p), DBS_ERROR_CONFIG,
-               "token");
+  EXPECT_ERROR(dbs_planner_create(s, 0, 1, NULL, NULL, remote, &p), DBS_ERROR_CONFIG,
+               "job: the daemon at ");
+  EXPECT(dbs_remote_set_job(remote, "c-api-tls") == DBS_OK);
+  EXPECT(dbs_remote_set_auth(remote, "token") == DBS_OK);
+  EXPECT_ERROR(dbs_planner_create(s, 0, 1, NULL, NULL, remote, &p), DBS_ERROR_CONFIG,
+               "auth 'token' needs token_file");
   EXPECT(p == NULL);
   /* No remote: the embedded policy. */
-  EXPECT(dbs_planner_create_remote(s, 0, 1, NULL, NULL, NULL, &p) == DBS_OK);
+  EXPECT(dbs_planner_create(s, 0, 1, NULL, NULL, NULL, &p) == DBS_OK);
   dbs_planner_destroy(p, 1);
   dbs_settings_destroy(s);
   dbs_remote_destroy(remote);

@@ -105,7 +105,7 @@ std::vector<std::pair<std::string, dbs::Fallback>> epoch_end(const std::string& 
   std::vector<std::pair<std::string, dbs::Fallback>> out(2);
   dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
     const dbs::Group g = dbs::comm::group_of(comm);
-    dbs::RemoteOptions remote;
+    dbs::Remote remote;
     remote.address = address;
     remote.job = "mine";
     remote.timeout_s = 1;

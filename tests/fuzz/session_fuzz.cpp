@@ -130,7 +130,7 @@ void World::line(const std::shared_ptr<net::LineSession>& s, const std::string& 
 }
 
 void start_good(World& w) {
-  policy::Settings c;
+  Settings c;
   c.global_batch = 64;
   c.samples_per_epoch = 640;
   for (int r = 0; r < 2; ++r) {
@@ -149,9 +149,9 @@ void good_epoch(World& w) {
   check(live != nullptr);
   const bool held = live->sessions[0] == w.good[0].get() && live->sessions[1] == w.good[1].get();
   if (!held || live->finished) return;
-  const policy::Plan before = live->job->current();
+  const Plan before = live->job->current();
   for (int r = 0; r < 2; ++r) {
-    policy::Report rep;
+    Report rep;
     rep.rank = r;
     rep.epoch = before.epoch;
     rep.batch = before.batch[static_cast<std::size_t>(r)];

@@ -25,9 +25,9 @@ using dbs::policy::test::water_filled;
 }  // namespace
 
 TEST_CASE("Plan.OffsetsArePrefixSums") {
-  CHECK(dbs::policy::offsets_of({}).empty());
-  CHECK(dbs::policy::offsets_of({5}) == std::vector<int>{0});
-  CHECK(dbs::policy::offsets_of({3, 1, 4}) == std::vector<int>{0, 3, 4});
+  CHECK(dbs::offsets_of({}).empty());
+  CHECK(dbs::offsets_of({5}) == std::vector<int>{0});
+  CHECK(dbs::offsets_of({3, 1, 4}) == std::vector<int>{0, 3, 4});
 }
 
 TEST_CASE("Apportion.Property.SumBoundsAndWaterFilledShareWithinOne") {

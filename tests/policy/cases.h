@@ -23,7 +23,7 @@ struct JobSettings : Settings {
 };
 
 inline std::unique_ptr<Policy> make_policy(const std::string& spec, JobSettings job) {
-  job.policy = spec;
+  job.policy = dbs::parse_policy(spec);
   return policy::make_policy(job, job.world);
 }
 

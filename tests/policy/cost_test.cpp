@@ -16,7 +16,7 @@
 namespace {
 
 using dbs::policy::Cost;
-using dbs::policy::CostPoint;
+using dbs::CostPoint;
 
 // Steps of a rank with cost c at the given batch sizes, each time multiplied by (1 + e),
 // e uniform in [-jitter, jitter].
@@ -174,10 +174,10 @@ TEST_CASE("Cost.WaterFill.RejectsBadCostsAndInfeasibleBounds") {
 
 TEST_CASE("Cost.EpochTime.FullStepsShortLastStepAndAllreduce") {
   const std::vector<Cost> c = {{0.01, 0.001}, {0.05, 0.002}};
-  dbs::policy::Plan plan;
+  dbs::Plan plan;
   plan.global_batch = 256;
   plan.batch = {192, 64};
-  plan.offset = dbs::policy::offsets_of(plan.batch);
+  plan.offset = dbs::offsets_of(plan.batch);
   // 6000 samples: 23 full steps and a last step of 112 split 84/28 (the plan's 3:1).
   const double full = std::max(0.01 + 0.192, 0.05 + 0.128) + 0.004;
   const double last = std::max(0.01 + 0.084, 0.05 + 0.056) + 0.004;

@@ -16,6 +16,7 @@
 
 namespace {
 
+using namespace dbs;
 using namespace dbs::policy;
 using namespace dbs::policy::test;
 

@@ -10,6 +10,7 @@
 
 namespace {
 
+using namespace dbs;
 using namespace dbs::policy;
 using dbs::test::sample_plan;
 using nlohmann::json;
@@ -51,7 +52,7 @@ TEST_CASE("PlanJson.RoundTrips") {
   CHECK(Report{}.throughput() == 0);
 
   Settings s;
-  s.policy = "fixed:96,32";
+  s.policy = dbs::parse_policy("fixed:96,32");
   s.samples_per_epoch = 6000;
   s.min_batch = 8;
   s.max_batch = 120;

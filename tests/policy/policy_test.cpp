@@ -15,6 +15,7 @@ namespace {
 
 using dbs::ConfigError;
 using dbs::InputError;
+using namespace dbs;
 using namespace dbs::policy;
 using namespace dbs::policy::test;
 

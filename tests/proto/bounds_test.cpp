@@ -58,13 +58,13 @@ TEST_CASE("Proto.Bounds.EpochAndCountsStayWithinPlanArithmetic") {
         "field 'samples' must be an integer in [0, 1000000000000000], got 1000000000000001");
   CHECK(refusal(report_with("steps", "9223372036854775807")) ==
         "field 'steps' must be an integer in [0, 1000000000000000], got 9223372036854775807");
-  nlohmann::json config = policy::to_json(policy::Settings{});
+  nlohmann::json config = policy::to_json(Settings{});
   config["samples_per_epoch"] = 9223372036854775807LL;
   CHECK(refusal(R"({"v":2,"type":"register","job":"j","token":"","rank":0,"world":1,"host":"h",)"
                 R"("config":)" + config.dump() + "}") ==
         "field 'samples_per_epoch' must be an integer in [0, 1000000000000000], got "
         "9223372036854775807");
-  policy::Plan p;
+  Plan p;
   p.epoch = proto::kMaxEpoch + 1;  // wire epoch kMaxEpoch + 2
   p.global_batch = 1;
   p.batch = {1};
@@ -76,9 +76,9 @@ TEST_CASE("Proto.Bounds.EpochAndCountsStayWithinPlanArithmetic") {
 }
 
 TEST_CASE("Proto.PlanRefusal.NamesWhatAnAgentWouldRefuse") {
-  policy::Settings c;
+  Settings c;
   c.global_batch = 4;
-  policy::Plan p;
+  Plan p;
   p.epoch = 3;
   p.global_batch = 4;
   p.batch = {3, 1};
@@ -92,9 +92,9 @@ TEST_CASE("Proto.PlanRefusal.NamesWhatAnAgentWouldRefuse") {
 }
 
 TEST_CASE("Proto.PlanRefusal.ChecksEveryRanksShare") {
-  policy::Settings c;
+  Settings c;
   c.global_batch = 4;
-  policy::Plan p;
+  Plan p;
   p.epoch = 3;
   p.global_batch = 4;
   p.batch = {3, 1};

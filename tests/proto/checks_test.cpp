@@ -19,11 +19,11 @@ std::string error_of(F&& f) {
   return "ok";
 }
 
-dbs::policy::Plan plan_of(std::vector<int> batch, std::int64_t epoch) {
-  dbs::policy::Plan p;
+dbs::Plan plan_of(std::vector<int> batch, std::int64_t epoch) {
+  dbs::Plan p;
   p.epoch = epoch;
   p.batch = batch;
-  p.offset = dbs::policy::offsets_of(batch);
+  p.offset = dbs::offsets_of(batch);
   p.throughput.assign(batch.size(), 0.0);
   for (const int b : batch) p.global_batch += b;
   return p;
@@ -39,7 +39,7 @@ TEST_CASE("Checks.RankOutOfRange") {
 }
 
 TEST_CASE("Checks.JoinMustMatchTheJob") {
-  dbs::policy::Settings c;
+  dbs::Settings c;
   RegisterMsg r{"j", "t", 0, 2, "h", c, ""};
   CHECK(error_of([&] { check_join("j", 2, c, r); }) == "ok");
   r.config.reset();
@@ -57,7 +57,7 @@ TEST_CASE("Checks.JoinMustMatchTheJob") {
 }
 
 TEST_CASE("Checks.PlanMustFitTheJob") {
-  dbs::policy::Settings c;
+  dbs::Settings c;
   c.global_batch = 128;
   c.min_batch = 8;
   CHECK(plan_mismatch(plan_of({64, 64}, 3), 3, 2, c).empty());

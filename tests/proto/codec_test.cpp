@@ -16,8 +16,8 @@ namespace {
 using namespace dbs::proto;
 using dbs::test::sample_plan;
 
-dbs::policy::Report sample_report() {
-  dbs::policy::Report r;
+dbs::Report sample_report() {
+  dbs::Report r;
   r.rank = 1;
   r.epoch = 4;
   r.batch = 61;
@@ -31,7 +31,7 @@ dbs::policy::Report sample_report() {
 
 // Rank 1's share of sample_plan().
 PlanMsg sample_share() {
-  const dbs::policy::Plan p = sample_plan();
+  const dbs::Plan p = sample_plan();
   return share_of("job-1", p, 1, plan_hash(p));
 }
 
@@ -69,8 +69,8 @@ void round_trips(const T& message) {
 
 TEST_CASE("Proto.RoundTrip.EveryMessage") {
   RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03",
-                  dbs::policy::Settings{}, ""};
-  reg.config->policy = "fixed:32,32,32,32";
+                  dbs::Settings{}, ""};
+  reg.config->policy = dbs::parse_policy("fixed:32,32,32,32");
   reg.config->samples_per_epoch = 60000;
   reg.config->rebalance_every = 12;
   round_trips(reg);
@@ -90,7 +90,7 @@ TEST_CASE("Proto.RoundTrip.EveryMessage") {
 }
 
 TEST_CASE("Proto.RoundTrip.ExtremeNumbersSurviveExactly") {
-  dbs::policy::Report r = sample_report();
+  dbs::Report r = sample_report();
   r.compute_s = std::nextafter(dbs::proto::kMinFigure, 1.0);  // the extremes of the bounds
   r.comm_s = std::nextafter(dbs::proto::kMaxFigure, 0.0);
   r.step_rate_median = 0.1 + 0.2;
@@ -167,7 +167,7 @@ TEST_CASE("Proto.Reject.MissingFields") {
 
 TEST_CASE("Proto.Reject.NanAndNegativeTimes") {
   // JSON has no NaN: an encoder writes null, which is refused.
-  dbs::policy::Report r = sample_report();
+  dbs::Report r = sample_report();
   r.compute_s = std::nan("");
   const std::string nan_line = encode(ReportMsg{"j", r});
   CHECK(rejection(nan_line.substr(0, nan_line.size() - 1)) ==
@@ -250,16 +250,16 @@ TEST_CASE("Proto.PlanMessage.IsOneRanksShare") {
   CHECK(j["throughput"] == 2512.125);
   CHECK(j["hash"].get<std::string>().size() == 16);
   // O(1) in the world size: a share of a 10,000-rank plan is as long as one of a 2-rank plan.
-  dbs::policy::Plan big = sample_plan();
+  dbs::Plan big = sample_plan();
   big.batch.assign(10000, 1);
-  big.offset = dbs::policy::offsets_of(big.batch);
+  big.offset = dbs::offsets_of(big.batch);
   big.throughput.assign(10000, 5000.25);
   big.global_batch = 10000;
   CHECK(encode(share_of("job-1", big, 9999, plan_hash(big))).size() < 400);
 }
 
 TEST_CASE("Proto.PlanLines.WriteWhatEncodeWrites") {
-  const dbs::policy::Plan p = sample_plan();
+  const dbs::Plan p = sample_plan();
   const PlanLines lines("job-1", p);
   for (int r = 0; r < 2; ++r) CHECK(lines.line(r) == encode(share_of("job-1", p, r, plan_hash(p))));
 }

@@ -9,7 +9,7 @@
 namespace {
 
 using namespace dbs::proto;
-using dbs::policy::Plan;
+using dbs::Plan;
 
 Plan plan_of_3() {
   Plan p;

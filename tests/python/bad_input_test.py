@@ -3,8 +3,8 @@ case bounded by a timeout; train.py exits non-zero, the Balancer raises on every
 plan whose world differs from WORLD_SIZE, ranks disagreeing on the settings, a dataset smaller
 than the global batch, a fixed: spec of the wrong length, a --disturb rank outside the job, and
 the package without its built extension. The same with plans from a daemon (dbs-scheduler
-serve on loopback), and what only the daemon path has: --scheduler (scheduler=) without --job,
-a bad address, ranks naming different jobs, a job key missing on one rank only. (A daemon's
+serve on loopback), and what only the daemon path has: --scheduler (a dbs.Remote's address)
+without --job, a bad address, ranks naming different jobs, a job key missing on one rank only. (A daemon's
 plan of another job, which raises dbs.PlanError on every rank, needs a fake daemon:
 tests/python/daemon_test.py, case 3.)"""
 
@@ -85,13 +85,13 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tm
             ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
             ("small-dataset", "the dataset has 100 samples, fewer than global_batch 128"),
             ("fixed-length", "ConfigError: policy 'fixed:100,20,8': 3 sizes for 2 ranks"),
-            ("no-job", "ValueError: dbs.torch.Balancer: scheduler needs job"),
-            ("bad-address", "ConfigError: --scheduler 'localhost': no host or no port"),
-            ("job-disagree", "rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
-            ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")],
+            ("no-job", f"ConfigError: job: the daemon at {daemon.listen} needs the job id"),
+            ("bad-address", "ConfigError: address 'localhost': no host or no port"),
+            ("job-disagree", "rank 1 has remote.job='py-bad-1', rank 0 remote.job='py-bad-0'"),
+            ("token-one-rank", "token file /nonexistent/job.key: No such file")],
         " with a daemon")
     lines = [line for line in stdout.splitlines() if "token-one-rank:" in line]
-    harness.check(any("rank 1 could not make its planner: ConfigError: token file" in line
+    harness.check(any("ConfigError: rank 1: token file /nonexistent/job.key" in line
                       for line in lines),
                   "rank 0 names rank 1 and its missing job key")
 

@@ -10,7 +10,8 @@ throwaway CA made by openssl:
 2. --tls-ca with another CA: each rank says once that the daemon's certificate is not trusted
    and the embedded policy plans; the job finishes.
 3. Bad values of tls_ca and auth (dbs._dbs.make_planner on two threads, one rank at fault):
-   one dbs.ConfigError naming the argument on every rank, none left waiting."""
+   one dbs.ConfigError naming the argument on every rank, none left waiting; an unknown auth,
+   an address without a job, a timeout of 0: dbs.Remote raises where it is made."""
 
 import json
 import os
@@ -143,7 +144,7 @@ def make_planners(args_of_rank):
     def rank_main(rank):
         try:
             results[rank] = _dbs.make_planner(_dbs.Settings(), rank, 2, allgather(rank),
-                                              **args_of_rank[rank])
+                                              _dbs.Remote(**args_of_rank[rank]))
         except Exception as e:  # noqa: BLE001 - the test inspects whatever it is
             results[rank] = e
 
@@ -223,13 +224,8 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-tls-") as tmp:
              "tls_ca /nonexistent/ca.pem: cannot read the file"),
             ("a tls_ca that is not PEM", {"tls_ca": not_pem},
              f"tls_ca {not_pem}: no PEM CA certificate ("),
-            ("an unknown auth", {"auth": "kerberos"},
-             "auth 'kerberos': must be auto, token or munge"),
             ("auth token without a job key", {"auth": "token"},
-             "auth 'token' needs token_file"),
-    ] + ([] if _dbs.munge_built() else [
-            ("auth munge without munge", {"auth": "munge"},
-             "auth 'munge': this dbs is built without munge")]):
+             "auth 'token' needs token_file")]:
         start = time.monotonic()
         results = make_planners([remote, {**remote, **bad}])
         kinds = [type(r).__name__ for r in results]
@@ -238,6 +234,22 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-tls-") as tmp:
                       and str(results[0]).startswith("rank 1: ") and message in str(results[0]),
                       f"{what}: a ConfigError on both ranks naming it ({message!r}) in "
                       f"{time.monotonic() - start:.1f} s" + f"\n{results}")
+    # What needs no file is refused where the Remote is made, on the rank that makes it.
+    for what, args, message in [
+            ("an unknown auth", {"auth": "kerberos"},
+             "auth 'kerberos': must be auto, token or munge"),
+            ("an address without a job", {"address": "127.0.0.1:9"},
+             "job: the daemon at 127.0.0.1:9 needs the job id"),
+            ("a timeout of 0", {**remote, "timeout_s": 0}, "timeout_s 0: must be > 0"),
+    ] + ([] if _dbs.munge_built() else [
+            ("auth munge without munge", {"auth": "munge"},
+             "auth 'munge': this dbs is built without munge")]):
+        try:
+            _dbs.Remote(**args)
+            harness.fail(f"{what}: dbs.Remote took it")
+        except _dbs.ConfigError as e:
+            harness.check(message in str(e), f"{what}: dbs.Remote raises ConfigError {message!r}"
+                          + ("" if message in str(e) else f", not {e}"))
     # tls_ca and munge_socket are read only with an address.
     results = make_planners([{"tls_ca": "/nonexistent/ca.pem"}] * 2)
     harness.check(all(isinstance(r, _dbs.Planner) for r in results),

@@ -110,7 +110,7 @@ def save_log(log, steps):
 def bad(case, scheduler=""):
     ddp = DistributedDataParallel(model())
     rank = dist.get_rank()
-    daemon = {"scheduler": scheduler, "job": "py-bad" if scheduler else ""}
+    daemon = {"remote": dbs.Remote(address=scheduler, job="py-bad" if scheduler else "")}
     if case == "world-plan":  # a state_dict from a run of 3 ranks
         bal = dbs.torch.Balancer(ddp, N, B, policy="static", seed=5, **daemon)
         state = bal.state_dict()
@@ -125,14 +125,16 @@ def bad(case, scheduler=""):
     elif case == "fixed-length":
         dbs.torch.Balancer(ddp, N, B, policy="fixed:100,20,8", seed=5, **daemon)
     elif case == "no-job":
-        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler=scheduler)
+        dbs.torch.Balancer(ddp, N, B, seed=5, remote=dbs.Remote(address=scheduler))
     elif case == "bad-address":
-        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler="localhost", job="py-bad")
+        dbs.torch.Balancer(ddp, N, B, seed=5, remote=dbs.Remote(address="localhost", job="py-bad"))
     elif case == "job-disagree":  # each rank names its own job at the daemon
-        dbs.torch.Balancer(ddp, N, B, seed=5, scheduler=scheduler, job=f"py-bad-{rank}")
+        remote = dbs.Remote(address=scheduler, job=f"py-bad-{rank}")
+        dbs.torch.Balancer(ddp, N, B, seed=5, remote=remote)
     elif case == "token-one-rank":  # rank 1's node lacks the job key
         key = "" if rank == 0 else "/nonexistent/job.key"
-        dbs.torch.Balancer(ddp, N, B, seed=5, token_file=key, **daemon)
+        remote = dbs.Remote(address=scheduler, job="py-bad", token_file=key)
+        dbs.torch.Balancer(ddp, N, B, seed=5, remote=remote)
     else:
         raise SystemExit(f"worker.py: unknown case {case}")
 
@@ -156,8 +158,8 @@ def bad_each(cases, scheduler=""):
 def foreign(scheduler, epochs):
     ddp = DistributedDataParallel(model())
     train = data()
-    bal = dbs.torch.Balancer(ddp, len(train), B, seed=5, scheduler=scheduler, job="py-foreign",
-                             scheduler_timeout=3)
+    bal = dbs.torch.Balancer(ddp, len(train), B, seed=5,
+                             remote=dbs.Remote(address=scheduler, job="py-foreign", timeout_s=3))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     done = 0
     for epoch in range(epochs):

@@ -21,7 +21,7 @@ Replay replay_speeds(const std::string& speeds, std::vector<std::string> policie
                              speeds + "}"),
                  "s.json");
   ReplayOptions o;
-  o.policies = std::move(policies);
+  for (const std::string& p : policies) o.policies.push_back(dbs::parse_policy(p));
   return replay(parse_trace(synthesize(spec), "s.jsonl"), o);
 }
 
@@ -90,10 +90,19 @@ TEST_CASE("Report.Html.SelfContainedWithChartsAndTable") {
 }
 
 TEST_CASE("Replay.SplitPolicies.KeepsFixedListsTogether") {
-  CHECK(split_policies("dbs,static") == std::vector<std::string>{"dbs", "static"});
-  CHECK(split_policies(" dbs , fixed:96,32,static,dbs") ==
+  const auto names = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (const dbs::PolicySpec& p : split_policies(list)) out.push_back(to_string(p));
+    return out;
+  };
+  CHECK(names("dbs,static") == std::vector<std::string>{"dbs", "static"});
+  CHECK(names(" dbs , fixed:96,32,static,dbs") ==
         std::vector<std::string>{"dbs", "fixed:96,32", "static"});
-  CHECK(split_policies(",").empty());
+  CHECK(names(",").empty());
+  CHECK_THROWS_WITH_AS(split_policies("dbs,fastest"),
+                       "unknown policy 'fastest': expected dbs, dbs-rate, static or "
+                       "fixed:b0,b1,... (dbs-cost = dbs)",
+                       dbs::ConfigError);
 }
 
 TEST_CASE("Synth.Spec.NodeTypesAndChecks") {

@@ -25,7 +25,7 @@ TEST_CASE("Reader.GoodTrace.EpochsPlansReportsAndHeader") {
   CHECK(t.header.world == 2);
   CHECK(t.header.settings.global_batch == 128);
   CHECK(t.header.settings.samples_per_epoch == 1280);
-  CHECK(t.header.settings.policy == "static");
+  CHECK(to_string(t.header.settings.policy) == "static");
   REQUIRE(t.epochs.size() == 2);
   CHECK(t.epochs[1].epoch == 1);
   CHECK(t.epochs[0].plans.size() == 1);

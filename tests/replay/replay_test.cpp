@@ -36,7 +36,7 @@ Spec busy_spec() {
 
 Replay replay_of(const std::string& text, std::vector<std::string> policies = {}) {
   ReplayOptions o;
-  o.policies = std::move(policies);
+  for (const std::string& p : policies) o.policies.push_back(dbs::parse_policy(p));
   return replay(parse_trace(text, "synthetic.jsonl"), o);
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("Replay.Synthetic.StaticCostsSplitIntoAllreduceAndOverhead") {
 TEST_CASE("Replay.Options.OverrideTheTracesSettings") {
   const std::string text = synthesize(busy_spec());
   ReplayOptions o;
-  o.policies = {"dbs"};
+  o.policies = {dbs::parse_policy("dbs")};
   o.settings["rebalance_every"] = 0;
   const Replay r = replay(parse_trace(text, "busy.jsonl"), o);
   CHECK(r.recorded == -1);  // not the recorded settings (the run re-planned every 5 steps)

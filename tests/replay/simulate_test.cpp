@@ -20,9 +20,9 @@ Cluster two_ranks(double v0, double v1, int epochs = 3, std::int64_t n = 6000, i
   return c;
 }
 
-dbs::policy::Settings config(const std::string& policy, int rebalance_every = 0) {
-  dbs::policy::Settings s;
-  s.policy = policy;
+dbs::Settings config(const std::string& policy, int rebalance_every = 0) {
+  dbs::Settings s;
+  s.policy = dbs::parse_policy(policy);
   s.rebalance_every = rebalance_every;
   return s;
 }

@@ -102,7 +102,7 @@ TEST_CASE("Daemon.BadClientsAreRefusedWhileAGoodJobCompletes") {
     REQUIRE(p1);
     CHECK(p0->rank == 0);
     CHECK(p1->rank == 1);
-    const policy::Plan plan = joined({*p0, *p1});
+    const Plan plan = joined({*p0, *p1});
     CHECK(plan.epoch == epoch + 1);
     batch = plan.batch;
     ++epoch;
@@ -206,7 +206,7 @@ TEST_CASE("Daemon.FollowsAgentsThatRanAheadOnTheirOwnPolicy") {
   const auto p0 = r0.plan(), p1 = r1.plan();
   REQUIRE(p0);
   REQUIRE(p1);
-  const policy::Plan p = joined({*p0, *p1});
+  const Plan p = joined({*p0, *p1});
   CHECK(p.epoch == 5);
   CHECK(p.batch == std::vector<int>{96, 32});
   CHECK_FALSE(p.changed);  // already balanced for 3:1
@@ -247,8 +247,8 @@ TEST_CASE("Daemon.ConnectionLimit") {
 TEST_CASE("Daemon.InvalidPolicyConfigIsRefused") {
   TestDaemon daemon(test_options());
   SocketClient c(daemon.port());
-  policy::Settings bad = job_config();
-  bad.policy = "fixed:100,20";
+  Settings bad = job_config();
+  bad.policy = dbs::parse_policy("fixed:100,20");
   c.send(proto::encode(proto::RegisterMsg{"f", "", 0, 2, "h", bad, "", ""}));
   CHECK(c.line() == error_line(ErrorCode::invalid,
                                "policy 'fixed:100,20': sizes sum to 120, the global batch is 128"));

@@ -83,8 +83,8 @@ class TempDir {
   std::string path_;
 };
 
-inline policy::Settings job_config(int global_batch = 128) {
-  policy::Settings c;
+inline Settings job_config(int global_batch = 128) {
+  Settings c;
   c.global_batch = global_batch;
   c.samples_per_epoch = 1280;
   return c;
@@ -97,14 +97,14 @@ class Agent {
       : client_(port), job_(std::move(job)), rank_(rank), world_(world), token_(std::move(token)) {}
 
   // Registers; returns the daemon's answer (a plan, or an error line).
-  std::optional<std::string> join(const policy::Settings& config = job_config()) {
+  std::optional<std::string> join(const Settings& config = job_config()) {
     client_.send(proto::encode(proto::RegisterMsg{
         job_, token_, rank_, world_, "host" + std::to_string(rank_), config, waiting, ""}));
     return client_.line();
   }
   // Reports epoch (0-based) having run with `batch` at `speed` samples/s.
   void report(std::int64_t epoch, int batch, double speed) {
-    policy::Report r;
+    Report r;
     r.rank = rank_;
     r.epoch = epoch;
     r.batch = batch;
@@ -136,11 +136,11 @@ class Agent {
 
 // The plan the ranks rebuild from their shares (by rank), as the agents do; fails the test
 // unless the shares are of one plan.
-inline policy::Plan joined(const std::vector<proto::PlanMsg>& shares) {
+inline Plan joined(const std::vector<proto::PlanMsg>& shares) {
   std::vector<proto::Share> all;
   for (const auto& s : shares) all.push_back(proto::share_of(s));
   std::string why;
-  const std::optional<policy::Plan> p = proto::assemble(shares.at(0), all, why);
+  const std::optional<Plan> p = proto::assemble(shares.at(0), all, why);
   REQUIRE_MESSAGE(p, why);
   return *p;
 }

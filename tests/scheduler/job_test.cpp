@@ -14,15 +14,15 @@ namespace {
 using namespace dbs;
 using scheduler::Job;
 
-policy::Settings config() {
-  policy::Settings c;
+Settings config() {
+  Settings c;
   c.global_batch = 120;
   c.samples_per_epoch = 1200;
   return c;
 }
 
-policy::Report report(int rank, std::int64_t epoch, int batch, double speed) {
-  policy::Report r;
+Report report(int rank, std::int64_t epoch, int batch, double speed) {
+  Report r;
   r.rank = rank;
   r.epoch = epoch;
   r.batch = batch;
@@ -33,7 +33,7 @@ policy::Report report(int rank, std::int64_t epoch, int batch, double speed) {
 }
 
 // Runs one epoch of a 3-rank job at speeds 1:2:3; returns the plan.
-policy::Plan epoch(Job& job, std::int64_t e) {
+Plan epoch(Job& job, std::int64_t e) {
   const auto& b = job.current().batch;
   CHECK(job.add(report(0, e, b[0], 1000)) == Job::Accepted::first);
   CHECK(job.add(report(1, e, b[1], 2000)) == Job::Accepted::pending);
@@ -48,7 +48,7 @@ policy::Plan epoch(Job& job, std::int64_t e) {
 TEST_CASE("Job.PlansWhenEveryRankReported") {
   Job job("j", 3, config());
   CHECK(job.current().batch == std::vector<int>{40, 40, 40});
-  const policy::Plan p = epoch(job, 0);
+  const Plan p = epoch(job, 0);
   CHECK(p.epoch == 1);
   CHECK(p.batch == std::vector<int>{20, 40, 60});
   CHECK(job.current() == p);
@@ -132,7 +132,7 @@ TEST_CASE("Job.PolicyRefusalKeepsThePlanAndTheJobGoesOn") {
   // journal or a bug: the plan is kept, nothing non-finite is stored, the next epoch plans.
   Job job("j", 3, config());
   epoch(job, 0);
-  const policy::Plan before = job.current();
+  const Plan before = job.current();
   auto tiny = report(1, 1, before.batch[1], 2000);
   tiny.compute_s = 1e-320;
   job.add(report(0, 1, before.batch[0], 1000));
@@ -154,7 +154,7 @@ TEST_CASE("Job.PolicyRefusalKeepsThePlanAndTheJobGoesOn") {
 TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
   // Reports at the extremes of lib/proto's bounds: every plan the job makes passes
   // proto::plan_refusal, the daemon's check before sending.
-  policy::Settings c = config();
+  Settings c = config();
   c.samples_per_epoch = proto::kMaxSamples;
   Job job("j", 3, c);
   const double figures[] = {proto::kMinFigure, 1, proto::kMaxFigure};
@@ -164,7 +164,7 @@ TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
     for (const double rate : figures)
       for (const std::int64_t samples : counts) {
         for (int r = 0; r < 3; ++r) {
-          policy::Report rep = report(r, e, job.current().batch[static_cast<std::size_t>(r)], 1);
+          Report rep = report(r, e, job.current().batch[static_cast<std::size_t>(r)], 1);
           rep.samples = r == 1 ? samples : 100;
           rep.compute_s = r == 2 ? compute : 1;
           rep.step_rate_median = r == 0 ? rate : 0;
@@ -180,7 +180,7 @@ TEST_CASE("Job.EveryPlanAtTheBoundsIsOneAnAgentAccepts") {
 }
 
 TEST_CASE("Job.HistoryIsBoundedByRankEpochs") {
-  policy::Settings c = config();
+  Settings c = config();
   c.global_batch = 4096;
   Job job("wide", 4096, c);
   CHECK(job.history_kept() == Job::kHistoryCells / 4096);

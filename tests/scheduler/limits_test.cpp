@@ -40,7 +40,7 @@ int lines_of(const std::string& path) {
 TEST_CASE("Limits.WorldOverMaxWorldIsRefused") {
   TestDaemon daemon(test_options());
   SocketClient c(daemon.port());
-  policy::Settings config = job_config(65537);
+  Settings config = job_config(65537);
   c.send(proto::encode(proto::RegisterMsg{"huge", "", 0, 65537, "h", config, "", ""}));
   CHECK(c.line() == error_line(ErrorCode::limit,
                                "a job of 65537 ranks is over this daemon's limit of 65536 "

@@ -27,7 +27,7 @@ void run_epochs(std::uint16_t port, std::int64_t from, std::int64_t to, bool fin
   const auto first = r0.join(), second = r1.join();
   REQUIRE(first);
   REQUIRE(second);
-  policy::Plan plan = joined({std::get<proto::PlanMsg>(proto::decode(*first)),
+  Plan plan = joined({std::get<proto::PlanMsg>(proto::decode(*first)),
                               std::get<proto::PlanMsg>(proto::decode(*second))});
   CHECK(plan.epoch == from);  // the daemon resumes at the epoch after the journal's last
   for (std::int64_t e = from; e < to; ++e) {

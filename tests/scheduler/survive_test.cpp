@@ -181,11 +181,14 @@ TEST_CASE("Survive.PeerTextCannotForgeALogLine") {
   ::dup2(file, 2);
   log::set_level(log::Level::info);
   SocketClient c(daemon.port());
-  policy::Settings forged = job_config();
-  forged.policy =
+  // A policy name carrying a log line of its own, in a register made by hand (a Settings holds
+  // only policies it could read).
+  nlohmann::json reg = nlohmann::json::parse(
+      proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", job_config(), "", ""}));
+  reg["config"]["policy"] =
       "dbs\n2026-01-01T00:00:00.000Z dbs [dbs-scheduler] info: job 'payroll' finished after 9 "
       "planned epochs";
-  c.send(proto::encode(proto::RegisterMsg{"p", "", 0, 1, "h", forged, "", ""}));
+  c.send(reg.dump() + "\n");
   const auto answer = c.line();
   log::set_level(log::Level::error);
   std::fflush(stderr);

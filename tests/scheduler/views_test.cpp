@@ -29,10 +29,10 @@ double sample(const std::string& metrics, const std::string& series) {
 
 // Runs `epochs` epochs of a 2-rank job at 3000 and 1000 samples/s; returns the last plan the
 // ranks ran (epoch epochs - 1) and leaves the plan of epoch `epochs` unrun.
-policy::Plan run_job(Agent& r0, Agent& r1, std::int64_t epochs) {
-  policy::Plan plan = joined({std::get<proto::PlanMsg>(proto::decode(*r0.join())),
+Plan run_job(Agent& r0, Agent& r1, std::int64_t epochs) {
+  Plan plan = joined({std::get<proto::PlanMsg>(proto::decode(*r0.join())),
                               std::get<proto::PlanMsg>(proto::decode(*r1.join()))});
-  policy::Plan ran = plan;
+  Plan ran = plan;
   for (std::int64_t e = 0; e < epochs; ++e) {
     r0.report(e, plan.batch[0], 3000);
     r1.report(e, plan.batch[1], 1000);
@@ -114,7 +114,7 @@ TEST_CASE("Views.JournalSyncsAreTimedIntoTheHistogram") {
 TEST_CASE("Views.AFinishedJobShowsTheEpochsThatRan") {
   TestDaemon daemon(test_options());
   Agent r0(daemon.port(), "six", 0, 2), r1(daemon.port(), "six", 1, 2);
-  const policy::Plan ran = run_job(r0, r1, 6);
+  const Plan ran = run_job(r0, r1, 6);
   REQUIRE(ran.epoch == 5);
   goodbye(r0);
   goodbye(r1);
@@ -200,7 +200,7 @@ TEST_CASE("Views.ARestoredJobShowsItsEpochsAndIsLostUntilItsRanksReturn") {
   auto o = test_options();
   o.state_dir = dir.path() + "/state";
   o.lost_after_s = 0.3;
-  policy::Plan ran;
+  Plan ran;
   {
     TestDaemon d(o);
     Agent r0(d.port(), "back", 0, 2), r1(d.port(), "back", 1, 2);

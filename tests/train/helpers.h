@@ -40,14 +40,14 @@ inline Config small_config(const std::string& model, int samples) {
 }
 
 // Makes rank `rank`'s planner for a run (nullptr: the trainer's embedded one).
-using PlannerFactory = std::function<std::unique_ptr<planner::Planner>(int rank)>;
+using PlannerFactory = std::function<std::unique_ptr<Planner>(int rank)>;
 
 // Runs the config on `world` in-process ranks; returns rank 0's result (and checks every rank
 // ended with the same parameters).
 inline RunResult run_ranks(const Config& c, int world, const PlannerFactory& make = nullptr) {
   std::vector<RunResult> out(static_cast<std::size_t>(world));
   comm::LocalGroup::run(world, [&](comm::Communicator& comm) {
-    std::unique_ptr<planner::Planner> p = make ? make(comm.rank()) : nullptr;
+    std::unique_ptr<Planner> p = make ? make(comm.rank()) : nullptr;
     out[static_cast<std::size_t>(comm.rank())] = run(c, comm, fashion(), p.get());
   });
   for (int r = 1; r < world; ++r) REQUIRE(out[static_cast<std::size_t>(r)].params == out[0].params);

@@ -26,14 +26,14 @@ namespace {
 // the clock, so that two runs plan alike: compute_s = samples / v[epoch][rank], no median and
 // no work times (so dbs uses its throughput estimator, not the cost model), so that the
 // estimator's state (a drop held as a suspected stall) decides a plan.
-class ScriptedSpeeds : public planner::Planner {
+class ScriptedSpeeds : public Planner {
  public:
-  ScriptedSpeeds(policy::Settings settings, int world, std::vector<std::vector<double>> v)
+  ScriptedSpeeds(Settings settings, int world, std::vector<std::vector<double>> v)
       : embedded_(with_dbs(std::move(settings)), world), v_(std::move(v)) {}
-  const policy::Plan& plan() const override { return embedded_.plan(); }
-  planner::Planned next(std::span<const policy::Report> reports) override {
-    std::vector<policy::Report> r(reports.begin(), reports.end());
-    for (policy::Report& x : r) {
+  const Plan& plan() const override { return embedded_.plan(); }
+  Planned next(std::span<const Report> reports) override {
+    std::vector<Report> r(reports.begin(), reports.end());
+    for (Report& x : r) {
       x.compute_s = static_cast<double>(x.samples) /
                     v_.at(static_cast<std::size_t>(x.epoch)).at(static_cast<std::size_t>(x.rank));
       x.comm_s = 0;
@@ -42,17 +42,17 @@ class ScriptedSpeeds : public planner::Planner {
     }
     return embedded_.next(r);
   }
-  std::optional<planner::Planned> rebalance(std::span<const policy::Report> window) override {
+  std::optional<Planned> rebalance(std::span<const Report> window) override {
     return embedded_.rebalance(window);
   }
   std::vector<double> state() const override { return embedded_.state(); }
-  void set_state(const policy::Plan& plan, const std::vector<double>& state) override {
+  void set_state(const Plan& plan, const std::vector<double>& state) override {
     embedded_.set_state(plan, state);
   }
 
  private:
-  static policy::Settings with_dbs(policy::Settings settings) {
-    settings.policy = "dbs";
+  static Settings with_dbs(Settings settings) {
+    settings.policy = dbs::parse_policy("dbs");
     return settings;
   }
 
@@ -79,7 +79,7 @@ TEST_CASE("Train.RebalanceEvery.ReplansInsideTheEpochThroughThePlanner") {
   const auto trace = std::filesystem::temp_directory_path() / "dbs-train-rebalance.jsonl";
   train::Config c = small_config("lenet", 1024);
   c.rebalance_every = 2;
-  c.disturbances = {train::parse_disturbance("rank=1,factor=3")};
+  c.disturbances = {trace::parse_disturbance("rank=1,factor=3")};
   c.trace_path = trace.string();
   const train::RunResult r = run_ranks(c, 2);
   REQUIRE(r.epochs.size() == 1);
@@ -148,13 +148,13 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   c.checkpoint_dir = dir.string();
   c.trace_path = (dir / "trace.jsonl").string();
   std::filesystem::create_directories(dir);
-  RemoteOptions daemon;
+  Remote daemon;
   daemon.address = "127.0.0.1:1";  // nothing listens there: refused at once
   daemon.job = "fallback-test";
-  std::vector<std::unique_ptr<planner::Planner>> planners(2);
+  std::vector<std::unique_ptr<Planner>> planners(2);
   comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
     auto& p = planners[static_cast<std::size_t>(comm.rank())];
-    p = planner::make_remote(daemon, RemoteAuth{}, train::settings_of(c, fashion().train.n),
+    p = planner::make_remote(daemon, train::settings_of(c, fashion().train.n),
                              comm::group_of(comm));
     train::run(c, comm, fashion(), p.get());
   });

@@ -17,29 +17,29 @@ namespace {
 
 // Plans from a list, in turn: the next at every epoch end and every re-plan inside an epoch, so
 // both kinds of slice change happen, at times that do not depend on the clock.
-class PlanCycle : public planner::Planner {
+class PlanCycle : public Planner {
  public:
   explicit PlanCycle(std::vector<std::vector<int>> batches) : batches_(std::move(batches)) {
     plan_ = make(0, 0);
   }
-  const policy::Plan& plan() const override { return plan_; }
-  planner::Planned next(std::span<const policy::Report>) override {
+  const Plan& plan() const override { return plan_; }
+  Planned next(std::span<const Report>) override {
     plan_ = make(plan_.epoch + 1, ++at_);
     return {plan_, "cycle"};
   }
-  std::optional<planner::Planned> rebalance(std::span<const policy::Report>) override {
+  std::optional<Planned> rebalance(std::span<const Report>) override {
     plan_ = make(plan_.epoch, ++at_);
-    return planner::Planned{plan_, "rebalance"};
+    return Planned{plan_, "rebalance"};
   }
   std::vector<double> state() const override { return {static_cast<double>(at_)}; }
-  void set_state(const policy::Plan& plan, const std::vector<double>& state) override {
+  void set_state(const Plan& plan, const std::vector<double>& state) override {
     plan_ = plan;
     at_ = static_cast<std::size_t>(state.at(0));
   }
 
  private:
-  policy::Plan make(std::int64_t epoch, std::size_t k) const {
-    policy::Plan p;
+  Plan make(std::int64_t epoch, std::size_t k) const {
+    Plan p;
     p.epoch = epoch;
     p.batch = batches_[k % batches_.size()];
     p.global_batch = std::accumulate(p.batch.begin(), p.batch.end(), 0);
@@ -52,7 +52,7 @@ class PlanCycle : public planner::Planner {
   }
   std::vector<std::vector<int>> batches_;
   std::size_t at_ = 0;
-  policy::Plan plan_;
+  Plan plan_;
 };
 
 const std::vector<std::vector<int>> kPlans = {{40, 40, 48}, {100, 28, 0}, {10, 60, 58}, {0, 0, 128}};
@@ -91,7 +91,7 @@ TEST_CASE("Sharded.Resume.EndsWithTheSameParameters") {
   train::Config c = small_config("lenet", 1024);
   c.epochs = 3;
   c.update = "sharded";
-  c.policy = "fixed:40,88";
+  c.policy = dbs::parse_policy("fixed:40,88");
   const std::vector<float> straight = run_local(c, 2);
 
   train::Config first = c;

@@ -17,9 +17,9 @@ using namespace dbs::train::test;
 TEST_CASE("Train.SameComputation.AnyPlan.cnn.2048samples") {
   train::Config c = small_config("cnn", 2048);
   const std::vector<float> single = run_local(c, 1);
-  c.policy = "fixed:64,64";
+  c.policy = dbs::parse_policy("fixed:64,64");
   const std::vector<float> even = run_local(c, 2);
-  c.policy = "fixed:100,28";
+  c.policy = dbs::parse_policy("fixed:100,28");
   const std::vector<float> uneven = run_local(c, 2);
   const double scale = max_abs(single);
   MESSAGE("max |param| " << scale << ", 64/64 differs by " << max_diff(single, even)
@@ -29,7 +29,7 @@ TEST_CASE("Train.SameComputation.AnyPlan.cnn.2048samples") {
   // Training moved the parameters: the comparison is not between two untouched inits.
   train::Config none = c;
   none.train_limit = 128;
-  none.policy = "dbs";
+  none.policy = dbs::parse_policy("dbs");
   CHECK(max_diff(single, run_local(none, 1)) > 1e-3 * scale);
 }
 
@@ -50,7 +50,7 @@ TEST_CASE("Train.UnequalSlices.GiveTheGlobalBatchGradient") {
     return u;
   };
   const std::vector<float> whole = update(run_local(c, 1));
-  c.policy = "fixed:100,28";
+  c.policy = dbs::parse_policy("fixed:100,28");
   const std::vector<float> split = update(run_local(c, 2));
   const double scale = max_abs(whole);
   MESSAGE("max |update| " << scale << ", 100/28 differs by " << max_diff(whole, split));
@@ -63,7 +63,7 @@ TEST_CASE("Train.Resume.EndsWithTheSameParameters") {
   std::filesystem::remove_all(dir);
   train::Config c = small_config("lenet", 1024);
   c.epochs = 3;
-  c.policy = "fixed:40,88";  // dbs plans follow measured times, which differ run to run
+  c.policy = dbs::parse_policy("fixed:40,88");  // dbs plans follow measured times, which differ run to run
   const std::vector<float> straight = run_local(c, 2);
 
   train::Config first = c;

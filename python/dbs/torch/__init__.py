@@ -10,10 +10,11 @@
         balancer.end_epoch()                   # optional: the reports of the epoch
     dbs.torch.destroy_process_group()          # a barrier, then dist's (no hang at exit)
 
-Balancer(..., scheduler="HOST:PORT", job="ID", token_file="KEY") takes the end-of-epoch plans
-from dbs-scheduler serve (the embedded policy plans whenever the daemon's plan is not usable;
-a plan for another job also raises dbs.PlanError on every rank, the embedded plan in force);
-balancer.close() after the last epoch says goodbye to it. See docs/guides/pytorch.md.
+Balancer(..., remote=dbs.Remote(address="HOST:PORT", job="ID", token_file="KEY")) takes the
+end-of-epoch plans from dbs-scheduler serve (the embedded policy plans whenever the daemon's
+plan is not usable; a plan for another job also raises dbs.PlanError on every rank, the
+embedded plan in force); balancer.close() after the last epoch says goodbye to it. See
+docs/guides/pytorch.md.
 """
 
 from dbs.torch.balancer import Balancer

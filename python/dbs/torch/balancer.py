@@ -5,16 +5,15 @@ position in the run (epoch, steps done) and this rank's step timings. Its batch 
 this rank's samples under the plan in force; its DDP communication hook weights unequal local
 batches into the global-batch mean and times each step. At the end of an epoch (and every
 `rebalance_every` steps) the ranks allgather their reports and each runs the policy on the same
-reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoch plan comes
-from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who they are with
-the job's key or munge), and the embedded policy plans whenever the daemon's plan is not usable
-(unreachable, untrusted, late, refusing, a plan of another job); in-epoch re-plans stay
-embedded. An outage is no error; a plan of another job on any rank raises dbs.PlanError on
+reports, so all decide the same plan. With `remote=dbs.Remote(address="HOST:PORT", ...)` the
+end-of-epoch plan comes from dbs-scheduler serve instead (over TLS with its tls_ca, the ranks
+proving who they are with the job's key or munge), and the embedded policy plans whenever the
+daemon's plan is not usable (unreachable, untrusted, late, refusing, a plan of another job);
+in-epoch re-plans stay embedded. An outage is no error; a plan of another job on any rank raises dbs.PlanError on
 every rank at that epoch end, once the embedded plan of the next epoch is in force.
 """
 
 import json
-import os
 import time
 
 import torch
@@ -42,27 +41,17 @@ class Balancer:
     min_batch, max_batch, min_gain: the policy's bounds (max_batch 0 = B) and the predicted gain
                      below which dbs keeps its plan
     group:           the process group (None = the default one)
-    scheduler:       "HOST:PORT" of dbs-scheduler serve: the end-of-epoch plans come from it,
-                     with the embedded policy as the fallback ("" = the embedded policy only)
-    job:             the job id at the daemon, the same on every rank (required with scheduler)
-    token_file:      the job's key (`dbs-scheduler job-key`), a file only its owner may read
-    scheduler_timeout: seconds to wait for the daemon's plan at the end of an epoch
-    scheduler_connect_timeout: seconds per connection attempt to the daemon
-    tls_ca:          a PEM CA file: speak TLS to the daemon and verify its certificate against
-                     it and the HOST of scheduler (None = $DBS_TLS_CA, else plain TCP)
-    auth:            how the ranks prove who they are to the daemon: "auto" (token_file when
-                     given, else munge when dbs has it), "token" or "munge" (a munge
-                     credential of the user running the rank; the job belongs to that uid)
-    munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
+    remote:          the daemon, a dbs.Remote (its address, the job id there, the job's key or
+                     munge, TLS): the end-of-epoch plans come from dbs-scheduler serve, with
+                     the embedded policy as the fallback (None = the embedded policy only)
 
     slowdown (an attribute, None): experiments set it to f(compute_s) -> seconds to sleep after
     each step's backward, counted as compute and work, to emulate a slower node.
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
-                 rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02,
-                 group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
-                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
+                 rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, group=None,
+                 remote=None):
         if not dist.is_initialized():
             raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
                                "(call dbs.torch.init_process_group() first)")
@@ -80,14 +69,10 @@ class Balancer:
         self.seed = int(seed)
         self.dataset_size = int(dataset_size)
         self.global_batch = int(global_batch)
-        self.scheduler, self.job = str(scheduler or ""), str(job or "")
-        if self.scheduler and not self.job:
-            raise ValueError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
-                             "(the same on every rank, e.g. slurm-$SLURM_JOB_ID)")
-        for name, value in (("scheduler_timeout", scheduler_timeout),
-                            ("scheduler_connect_timeout", scheduler_connect_timeout)):
-            if not float(value) > 0:
-                raise ValueError(f"dbs.torch.Balancer: {name} must be > 0, got {value!r}")
+        self.remote = _dbs.Remote() if remote is None else remote
+        if not isinstance(self.remote, _dbs.Remote):
+            raise TypeError(f"dbs.torch.Balancer: remote is a {type(remote).__name__}, not a "
+                            "dbs.Remote")
         self._agree()
         if self.global_batch < self.world:
             raise ValueError(f"dbs.torch.Balancer: global_batch {self.global_batch} is smaller "
@@ -99,12 +84,7 @@ class Balancer:
             raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
-        self._planner = self._make_planner(
-            token_file=str(token_file or ""), timeout_s=float(scheduler_timeout),
-            connect_timeout_s=float(scheduler_connect_timeout),
-            tls_ca=str(os.environ.get("DBS_TLS_CA", "") if tls_ca is None else tls_ca),
-            auth=str(auth), munge_socket=str(os.environ.get("MUNGE_SOCKET", "")
-                                             if munge_socket is None else munge_socket))
+        self._planner = self._make_planner()
         self._closed = False
         self.slowdown = None    # the experiments' hook (above)
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
@@ -131,7 +111,8 @@ class Balancer:
     # The settings every rank must share: checked once, on all ranks, so every rank raises.
     def _agree(self):
         mine = {"settings": json.loads(self.settings.to_json()), "seed": self.seed,
-                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job}
+                "dataset_size": self.dataset_size, "remote.address": self.remote.address,
+                "remote.job": self.remote.job}
         every = [None] * self.world
         dist.all_gather_object(every, mine, group=self.group)
         for rank, theirs in enumerate(every):
@@ -150,14 +131,13 @@ class Balancer:
         dist.all_gather(every, mine, group=self.group)
         return b"".join(t.numpy().tobytes() for t in every)
 
-    def _make_planner(self, **remote):
-        """make_planner on every rank; when it fails on any rank (a token file or CA file
-        missing on one node), every rank raises, naming the rank and its error, so none trains
-        alone. remote: make_planner's token_file, timeouts, tls_ca, auth and munge_socket."""
+    def _make_planner(self):
+        """make_planner on every rank; when it fails on any rank, every rank raises, naming the
+        rank and its error, so none trains alone."""
         planner, error = None, None
         try:
             planner = _dbs.make_planner(self.settings, self.rank, self.world, self._allgather,
-                                        address=self.scheduler, job=self.job, **remote)
+                                        self.remote)
         except _dbs.Error as e:
             error = e
         every = [None] * self.world
@@ -290,15 +270,15 @@ class Balancer:
         if cause == "foreign":
             raise dbs.PlanError(
                 f"dbs.torch: end of epoch {self.epoch} (0-based): {why}. The embedded policy "
-                f"planned the next epoch and its plan is in force; scheduler={self.scheduler!r} "
-                "is not this job's daemon, or the daemon is faulty (catch dbs.PlanError to "
-                "train on with the embedded policy)")
+                f"planned the next epoch and its plan is in force; the daemon at "
+                f"{self.remote.address!r} is not this job's, or it is faulty (catch "
+                "dbs.PlanError to train on with the embedded policy)")
         return self.reports
 
     def close(self, done=True):
         """This rank leaves the job: done (all epochs trained) or stopped early (it may be
-        resumed). With a scheduler, says goodbye to the daemon, which then shows the job
-        finished (or stopped). Once; later calls do nothing."""
+        resumed). With a daemon, says goodbye to it, which then shows the job finished (or
+        stopped). Once; later calls do nothing."""
         if not self._closed:
             self._closed = True
             self._planner.finish(bool(done))

@@ -1,6 +1,8 @@
-// make_planner's agreement check: every rank allgathers a fixed-size Seal of its settings and
-// world size, and every rank compares all of them with rank 0's, so every rank reaches the
-// same verdict from the same bytes and none is left waiting in a later collective.
+// make_planner's agreement check: every rank allgathers a fixed-size Seal of its settings, its
+// world size and what check_remote found wrong with its remote, and every rank judges all of
+// them the same way (a rank's remote at fault, then the first setting where a rank differs from
+// rank 0), so every rank reaches the same verdict from the same bytes and none is left waiting
+// in a later collective.
 #include <dbs/planner.h>
 
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "lib/common/hash.h"
 #include "lib/planner/planner.h"
 #include "lib/planner/remote.h"
+#include "lib/planner/remote_check.h"
 
 namespace dbs {
 namespace {
@@ -21,6 +24,7 @@ struct Seal {
   double min_gain = 0;
   std::uint64_t policy_hash = 0;  // fnv1a of the whole policy spec
   char policy[64] = {};           // its first 63 characters, for the message
+  char remote_error[256] = {};    // check_remote's message (its first 255 bytes); "" = none
 };
 static_assert(std::is_trivially_copyable_v<Seal>);
 static_assert(std::is_trivially_copyable_v<Report>);  // allgathered as bytes
@@ -34,8 +38,9 @@ Seal seal_of(const Settings& s, int world) {
   seal.max_batch = s.max_batch;
   seal.rebalance_every = s.rebalance_every;
   seal.min_gain = s.min_gain;
-  seal.policy_hash = fnv1a(s.policy.data(), s.policy.size());
-  std::strncpy(seal.policy, s.policy.c_str(), sizeof seal.policy - 1);
+  const std::string policy = to_string(s.policy);
+  seal.policy_hash = fnv1a(policy.data(), policy.size());
+  std::strncpy(seal.policy, policy.c_str(), sizeof seal.policy - 1);
   return seal;
 }
 
@@ -67,12 +72,27 @@ void check_group(const Group& group) {
     throw InputError("a group of " + std::to_string(group.size) + " ranks needs an allgather");
 }
 
-// Throws ConfigError on every rank when any rank's settings or world size differ from rank 0's.
-void check_agreement(const Settings& settings, const Group& group) {
-  if (group.size == 1) return;
-  const Seal mine = seal_of(settings, group.size);
+// Throws ConfigError on every rank when any rank's remote is at fault (check_remote) or its
+// settings or world size differ from rank 0's.
+void check_agreement(const Settings& settings, const Group& group, const Remote& remote) {
+  Seal mine = seal_of(settings, group.size);
+  std::string error;
+  try {
+    planner::check_remote(remote);
+  } catch (const Error& e) {  // ConfigError, as every error of a bad remote
+    error = e.what();
+    std::strncpy(mine.remote_error, e.what(), sizeof mine.remote_error - 1);
+  }
   std::vector<Seal> all(static_cast<std::size_t>(group.size));
-  group.allgather(&mine, sizeof mine, all.data());
+  if (group.size == 1) {
+    all[0] = mine;
+  } else {
+    group.allgather(&mine, sizeof mine, all.data());
+  }
+  if (!error.empty()) throw ConfigError(error);
+  for (int r = 0; r < group.size; ++r)
+    if (const char* e = all[static_cast<std::size_t>(r)].remote_error; e[0] != '\0')
+      throw ConfigError("rank " + std::to_string(r) + ": " + e);
   for (int r = 1; r < group.size; ++r) {
     const std::string d = difference(all[0], all[static_cast<std::size_t>(r)]);
     if (!d.empty())
@@ -84,16 +104,11 @@ void check_agreement(const Settings& settings, const Group& group) {
 }  // namespace
 
 std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
-                                      const RemoteOptions& remote) {
-  return make_planner(settings, group, remote, RemoteAuth{});
-}
-
-std::unique_ptr<Planner> make_planner(const Settings& settings, const Group& group,
-                                      const RemoteOptions& remote, const RemoteAuth& auth) {
+                                      const Remote& remote) {
   check_group(group);
-  check_agreement(settings, group);
+  check_agreement(settings, group, remote);
   if (remote.address.empty()) return std::make_unique<planner::Embedded>(settings, group.size);
-  return planner::make_remote(remote, auth, settings, group);
+  return planner::make_remote(remote, settings, group);
 }
 
 std::vector<Report> gather_reports(const Group& group, const Report& mine) {
