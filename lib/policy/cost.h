@@ -1,7 +1,7 @@
-// The per-rank cost model of a step: t_i(b) = alpha_i + beta_i * b seconds of work (DESIGN.md,
-// "Cost model"): alpha_i the fixed per-step work (optimizer update, gradient copy, step
-// overhead), beta_i the seconds per sample. Fitted from the step times a rank reports
-// (CostPoint) and solved for the plan that equalises predicted step times.
+// The per-rank cost model of a step (docs/concepts/cost-model.md): t_i(b) = alpha_i + beta_i * b
+// seconds of work, alpha_i the fixed per-step work (optimizer update, gradient copy, step
+// overhead), beta_i the seconds per sample. Fitted from the step times a rank reports (CostPoint)
+// and solved for the plan that equalises predicted step times.
 #pragma once
 
 #include <array>

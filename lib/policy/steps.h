@@ -1,7 +1,7 @@
-// The step rule of an epoch (DESIGN.md "One epoch") is public, <dbs/steps.h>, and implemented
-// here in lib/policy, its one home: lib/train's epoch loop runs it, lib/replay's simulator costs
-// it and dbs::Sampler serves it to other training loops, so the simulator computes what the
-// agents do. What only dbs's own code needs of it is below.
+// The step rule of an epoch (docs/concepts/architecture.md, "One epoch") is public,
+// <dbs/steps.h>, and implemented here in lib/policy, its one home: lib/train's epoch loop runs
+// it, lib/replay's simulator costs it and dbs::Sampler serves it to other training loops, so
+// the simulator computes what the agents do. What only dbs's own code needs of it is below.
 #pragma once
 
 #include <cstdint>
