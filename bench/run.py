@@ -51,7 +51,10 @@ class Study:
     (name, "higher" or "lower" is better, kind)."""
 
     def __init__(self, name, file, key, figures):
-        self.name, self.file, self.key, self.figures = name, RESULTS / file, key, figures
+        self.name, self.file, self.key, self.figures = name, file, key, figures
+
+    def path(self, results=RESULTS):
+        return results / self.file
 
 
 STUDIES = {s.name: s for s in [
@@ -268,12 +271,12 @@ def number(value):
     return f"{value:.3g}"
 
 
-def compare(new_records):
-    """Prints every figure beside the committed record; returns how many moved beyond their
-    tolerance (worse, better)."""
+def compare(new_records, results):
+    """Prints every figure beside the committed record in `results`; returns how many moved
+    beyond their tolerance (worse, better)."""
     committed = {}
     for study in STUDIES.values():
-        for r in records.read_jsonl(study.file):
+        for r in records.read_jsonl(study.path(results)):
             if r.get("study") == study.name:
                 committed[key_of(r, study)] = r  # the latest wins
     rows, worse, better = [], 0, 0
@@ -317,6 +320,9 @@ def parse_args(argv):
                         "value, whose spread is the tolerance (default: 1)")
     p.add_argument("--out", default="out/bench",
                    help="where the run's records are written, run-DATE.jsonl (default: out/bench)")
+    p.add_argument("--results", default=str(RESULTS),
+                   help="the committed records to compare with and to --save to (default: "
+                        "docs/results)")
     p.add_argument("--save", action="store_true",
                    help="also append the records to docs/results/ and regenerate the results "
                         "tables (bench/tables.py --write)")
@@ -364,17 +370,18 @@ def main(argv):
     out_file = out_dir / f"run-{run.facts['date'].replace(':', '')}.jsonl"
     records.append_jsonl(out_file, new_records)
     print()
-    worse, better = compare(new_records)
+    results = Path(args.results).resolve()
+    worse, better = compare(new_records, results)
     print(f"\n{len(new_records)} record(s) in {out_file}; beyond the tolerance: {worse} worse, "
           f"{better} better; failed: {', '.join(failed) or 'none'}")
     if args.save and new_records:
         for study in STUDIES.values():
             mine = [r for r in new_records if r["study"] == study.name]
             if mine:
-                records.append_jsonl(study.file, mine)
-                print(f"saved {len(mine)} record(s) of {study.name} to {study.file.relative_to(records.SOURCE)}")
-        subprocess.run([sys.executable, str(records.SOURCE / "bench" / "tables.py"), "--write"],
-                       check=False)
+                records.append_jsonl(study.path(results), mine)
+                print(f"saved {len(mine)} record(s) of {study.name} to {study.path(results)}")
+        subprocess.run([sys.executable, str(records.SOURCE / "bench" / "tables.py"), "--write",
+                        "--root", str(results.parent.parent)], check=False)
     return 1 if failed else 0
 
 

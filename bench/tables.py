@@ -401,6 +401,65 @@ def recipe_final():
     return table(["warmup epochs", "no scaling", "linear scaling"], rows)
 
 
+GATE_FIGURES = {  # what each gated figure is, as the benchmarks page words it
+    "daemon_allocations_per_report": "daemon allocations per report",
+    "plan_allocations": "allocations to plan a 10,000-rank job",
+    "daemon_instructions_per_report": "daemon instructions per report",
+    "plan_instructions_per_rank": "instructions per rank to plan a 1,000-rank job",
+    "train_peak_fraction_cpu": "training step, fraction of the FMA peak per CPU second",
+}
+
+
+def g4(x):
+    """Four significant digits below 1,000, whole numbers with separators above."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def regression_gate():
+    import gate
+    runs = study_runs("regression-gate.jsonl", "regression-gate")
+    if not runs:
+        raise TableError("docs/results/regression-gate.jsonl has no records")
+    rows = []
+    for name, b in gate.bounds_of(runs).items():
+        vals = [r[name] for r in runs]
+        rows.append((GATE_FIGURES.get(name, name), b.better, g4(b.median),
+                     span(vals, g4), f"±{b.tolerance:.0%}" + ("" if b.gated else " (not gated)"),
+                     f"{'≤' if b.better == 'lower' else '≥'} {g4(b.limit)}",
+                     "same CPU model" if b.kind == "cpu" else "any"))
+    loads = [x for r in runs for x in r["load"] if x is not None]
+    dates = sorted({r["date"][:10] for r in runs})
+    return (table(["figure", "better", "baseline median", "range of the runs", "tolerance", "bound",
+                   "compared on"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---"])
+            + [""] + prose(f"{len(runs)} baseline runs ({', '.join(dates)}, {runs[-1]['machine']['cpu']}, "
+                           f"{runs[-1]['machine']['logical_cpus']} logical CPUs), the 1-minute load "
+                           f"average {min(loads):.1f}–{max(loads):.1f} while they ran."))
+
+
+def gate_candidates():
+    """The spread of the figures the gate leaves out, beside the one it keeps."""
+    runs = study_runs("regression-gate.jsonl", "regression-gate-candidates")
+    if not runs:
+        raise TableError("docs/results/regression-gate.jsonl: no regression-gate-candidates records")
+    figures = [("daemon CPU per report, µs", "daemon_cpu_us_per_report", "no"),
+               ("plan of a 10,000-rank job, ms of CPU", "plan_cpu_ms", "no"),
+               ("plan of a 10,000-rank job, ms wall", "plan_ms", "no"),
+               ("reports/s (32 agents)", "reports_per_s", "no"),
+               ("training step, fraction of the peak per wall second", "train_peak_fraction", "no"),
+               ("training step, fraction of the peak per CPU second", "train_peak_fraction_cpu", "yes"),
+               ("daemon allocations per report", "daemon_allocations_per_report", "yes"),
+               ("allocations to plan a 10,000-rank job", "plan_allocations", "yes")]
+    rows = []
+    for what, name, gated in figures:
+        vals = [r[name] for r in runs]
+        rows.append((what, span(vals, g4), f"{max(vals) / min(vals):.3f}×", gated))
+    loads = [r["load"][0] for r in runs]
+    return (prose(f"{len(runs)} runs of one measurement each, back to back, the 1-minute load "
+                  f"average {min(loads):.1f}–{max(loads):.1f}:") + [""]
+            + table(["figure", "range of the runs", "largest / smallest", "gated"], rows,
+                    ["---", "---:", "---:", "---"]))
+
+
 REPLAY_TRACES = {  # what each recorded trace shows (traces/README.md says how it was recorded)
     "undisturbed-dbs": "no disturbance: dbs keeps the equal split all run",
     "constant-dbs": "rank 1 slowed ×3 from the start",
@@ -604,6 +663,8 @@ TABLES = {
     "exchange-oversubscribed": exchange_oversubscribed,
     "recipe-epochs": recipe_epochs,
     "recipe-final": recipe_final,
+    "regression-gate": regression_gate,
+    "regression-gate-candidates": gate_candidates,
     "replay-checks": replay_checks,
     "replay-traces": replay_traces,
     "readme-headline": readme_headline,
