@@ -126,22 +126,28 @@ def values(record, name):
 # provenance
 
 def provenance(recs, studies):
-    """The line under a benchmark table: when and at which commit its records were measured,
+    """The lines under a benchmark table: when and at which commit its records were measured,
     and whether the code they measure has changed since."""
-    commits = {r.get("commit") for r in recs}
-    if None in commits or "unknown" in commits:
-        return [""] + prose("Measured before benchmark records carried their commit; the code may "
-                            "have changed since (re-measure with `tests/run.sh --bench --save`).")
-    dates = sorted({r["date"][:10] for r in recs})
-    m = recs[-1]["machine"]
-    line = (f"Measured {', '.join(dates)} at {', '.join(sorted(c[:10] for c in commits))} on "
+    old = [r for r in recs if r.get("commit") in (None, "unknown")]
+    new = [r for r in recs if r not in old]
+    before = ("Measured before benchmark records carried their commit; the code may have changed "
+              "since (re-measure with `tests/run.sh --bench --save`).")
+    if not new:
+        return [""] + prose(before)
+    commits = sorted({r["commit"] for r in new})
+    dates = sorted({r["date"][:10] for r in new})
+    m = new[-1]["machine"]
+    loads = [x for r in new for x in r.get("load", []) if x is not None]
+    line = (f"Measured {', '.join(dates)} at {', '.join(c[:10] for c in commits)} on "
             f"{m['cpu']} ({m['logical_cpus']} logical CPUs, {' '.join(m['vector_flags'])}; "
-            f"FMA peak {m['peak_gflops_per_core']} GFLOP/s per core), load "
-            f"{max(x for r in recs for x in r['load'] if x is not None):.1f} at most.")
+            f"FMA peak {m['peak_gflops_per_core']} GFLOP/s per core)"
+            + (f", load average {max(loads):.1f} at most." if loads else "."))
     changed = sorted({p for c in commits for s in studies for p in changed_since(c, CODE[s])})
     if changed:
         line += (f" **The code measured has changed since** ({', '.join(changed)}): not "
                  "re-measured yet.")
+    if old:
+        line += f" The other {len(old)} row(s): " + before[0].lower() + before[1:]
     return [""] + prose(line)
 
 
@@ -158,10 +164,11 @@ def as_measured(text, record, name):
 
 
 def changed_since(commit, paths):
-    """The paths (of `paths`) that differ between the commit and the work tree."""
+    """The paths (of `paths`) that differ between the commit and this repository's work tree
+    (the code's; --root moves only the pages and records)."""
     base = commit.split("+")[0]
     dirty = commit.endswith("+dirty")
-    run = subprocess.run(["git", "diff", "--name-only", base, "--", *paths], cwd=ROOT,
+    run = subprocess.run(["git", "diff", "--name-only", base, "--", *paths], cwd=records.SOURCE,
                          capture_output=True, text=True)
     if run.returncode != 0:
         return [f"commit {base[:10]} is not in this repository"]

@@ -62,6 +62,21 @@ def main():
         check(root, "--write")
         expect("--write makes them agree again", root, 0, "0 problem(s)")
 
+        root = fresh(tmp, "stale")  # a record measured at a commit whose code changed since
+        old = json.loads((root / "docs/results/engine.jsonl").read_text().splitlines()[0])
+        old.update(commit="17f7a045849ccf453ca74101927319bcebce4282", date="2026-11-26T10:00:00Z",
+                   machine={"cpu": "AMD EPYC", "logical_cpus": 2, "vector_flags": ["avx2", "fma"],
+                            "peak_gflops_per_core": 117.0}, load=[0.1, 0.2])
+        with open(root / "docs/results/engine.jsonl", "a") as f:
+            f.write(json.dumps(old) + "\n")
+        check(root, "--write")
+        text = (root / "docs/results/engine.md").read_text()
+        if "at 17f7a04584 on AMD EPYC" in text and "The code measured has changed since" in text \
+                and "bench/train_bench.cpp" in text:
+            print("ok: a table whose code changed since its record says so")
+        else:
+            failures.append("a table whose code changed since its record says so:\n" + text[:3000])
+
         root = fresh(tmp, "page")  # a figure typed over on the page
         page = root / "docs/results/replay.md"
         page.write_text(page.read_text().replace("| 26.33 s |", "| 25.00 s |"))
