@@ -62,7 +62,7 @@ class GateError(Exception):
 
 
 def run_json(argv):
-    run = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         raise GateError(f"{' '.join(map(str, argv))} exited {run.returncode}: {run.stderr.strip()[-400:]}")
     return json.loads(run.stdout)
@@ -78,7 +78,7 @@ def instructions(bench, argv, function):
         out = Path(tmp) / "callgrind.out"
         run = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
                               f"--toggle-collect={function}", str(bench), *argv],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             raise GateError(f"callgrind of dbs-bench {' '.join(argv)} exited {run.returncode}: "
                             f"{run.stderr.strip()[-400:]}")
