@@ -7,9 +7,8 @@
 // Latency is from sending a report to receiving the plan made from it, so it includes waiting
 // for the job's other ranks.
 // Then it times the plan of one job of --plan-ranks ranks (the daemon's Job code, no sockets).
-#include <time.h>
-
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +23,7 @@
 #include "lib/net/asio.h"
 #include "lib/net/fd_limit.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/protocol.h"
 #include "scheduler/serve/daemon.h"
 #include "scheduler/serve/job.h"
 
@@ -194,15 +194,10 @@ class Load {
   std::string error_;
 };
 
-// CPU seconds the calling thread has used.
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 struct PlanTiming {
   double plan_ms = 0, encode_ms = 0;  // medians
+  double plan_cpu_ms = 0;             // median CPU time of the planning thread
+  double plan_allocations = 0;        // median allocations of one plan (policy + bookkeeping)
   std::size_t bytes = 0;              // the longest plan message (one rank's share)
 };
 
@@ -210,7 +205,7 @@ struct PlanTiming {
 // the plan messages (the plan's hash and every rank's share).
 PlanTiming time_plan(int ranks, int rounds) {
   scheduler::Job job("plan", ranks, config_of(ranks));
-  std::vector<double> plan_ms, encode_ms;
+  std::vector<double> plan_ms, encode_ms, plan_cpu_ms, plan_allocations;
   std::size_t bytes = 0;
   for (int e = 0; e < rounds; ++e) {
     for (int r = 0; r < ranks; ++r) {
@@ -218,16 +213,21 @@ PlanTiming time_plan(int ranks, int rounds) {
       rep.compute_s *= 1.0 + 0.01 * ((r * 7 + e * 3) % 5);  // noise, so plans keep changing
       job.add(rep);
     }
+    const double cpu0 = cpu_seconds();
+    const std::uint64_t allocs0 = thread_allocations();
     Stopwatch sw;
     const scheduler::EpochOutcome o = job.plan(30);
     job.commit(o);
     plan_ms.push_back(1000 * sw.seconds());
+    plan_cpu_ms.push_back(1000 * (cpu_seconds() - cpu0));
+    plan_allocations.push_back(static_cast<double>(thread_allocations() - allocs0));
     sw.reset();
     const proto::PlanLines lines("plan", o.plan);
     for (int r = 0; r < ranks; ++r) bytes = std::max(bytes, lines.line(r).size());
     encode_ms.push_back(1000 * sw.seconds());
   }
-  return {stats::median(plan_ms), stats::median(encode_ms), bytes};
+  return {stats::median(plan_ms), stats::median(encode_ms), stats::median(plan_cpu_ms),
+          stats::median(plan_allocations), bytes};
 }
 
 int run(const LoadOptions& o) {
@@ -246,9 +246,11 @@ int run(const LoadOptions& o) {
   so.max_jobs = static_cast<std::size_t>(o.agents);
   scheduler::Daemon daemon(so);
   double daemon_cpu_s = 0;
+  std::uint64_t daemon_allocations = 0;
   std::thread server([&] {
     daemon.run();
-    daemon_cpu_s = thread_cpu_s();
+    daemon_cpu_s = cpu_seconds();
+    daemon_allocations = thread_allocations();
   });
 
   io_context io(1);
@@ -264,7 +266,7 @@ int run(const LoadOptions& o) {
     io.stop();
   });
   io.run();
-  const double client_cpu_s = thread_cpu_s();
+  const double client_cpu_s = cpu_seconds();
   daemon.stop();
   server.join();
   if (late) throw CommError("load did not finish within " + std::to_string(o.max_seconds) + " s");
@@ -273,7 +275,8 @@ int run(const LoadOptions& o) {
   auto& lat = load.latencies();
   const double total = static_cast<double>(lat.size());
   const PlanTiming plan = time_plan(o.plan_ranks, 5);
-  nlohmann::json out = {{"agents", o.agents},
+  nlohmann::json out = {{"protocol_version", proto::kVersion},
+                        {"agents", o.agents},
                         {"world", o.world},
                         {"epoch_ms", o.epoch_ms},
                         {"jobs", (o.agents + o.world - 1) / o.world},
@@ -288,8 +291,12 @@ int run(const LoadOptions& o) {
                         {"max_ms", stats::quantile(lat, 1.0)},
                         {"daemon_cpu_us_per_report", 1e6 * daemon_cpu_s / total},
                         {"client_cpu_us_per_report", 1e6 * client_cpu_s / total},
+                        {"daemon_allocations_per_report",
+                         static_cast<double>(daemon_allocations) / total},
                         {"plan_ranks", o.plan_ranks},
                         {"plan_ms", plan.plan_ms},
+                        {"plan_cpu_ms", plan.plan_cpu_ms},
+                        {"plan_allocations", plan.plan_allocations},
                         {"plan_encode_ms", plan.encode_ms},
                         {"plan_message_bytes", plan.bytes}};
   std::printf("%s\n", out.dump(2).c_str());
