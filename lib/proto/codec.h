@@ -38,6 +38,7 @@ class PlanLines {
   PlanLines(const std::string& job, Plan plan);
   std::string line(int rank) const;
   const Plan& plan() const { return plan_; }
+  std::uint64_t hash() const { return hash_; }  // plan_hash(plan())
 
  private:
   Plan plan_;

@@ -189,9 +189,9 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-daemon-") as tmp:
     fake.close()
 
     # The same caught in the loop (worker.py foreign): epoch 1's plans are another job's on both
-    # ranks, later epochs' on rank 1 only (rank 0 gets none and waits scheduler_timeout). Every
-    # epoch end raises dbs.PlanError on both ranks with the same message, the embedded plan is
-    # in force, and the run finishes its epochs.
+    # ranks, later epochs' on rank 1 only (rank 0 gets none and waits the remote's timeout_s).
+    # Every epoch end raises dbs.PlanError on both ranks with the same message, the embedded plan
+    # is in force, and the run finishes its epochs.
     fake = ForeignDaemon(rank1_only_from=2)
     rc, stdout, stderr = harness.ranks(WORKER, "foreign", fake.address, EPOCHS, timeout=120)
     fake.close()
