@@ -3,6 +3,15 @@
 The plan (per-rank batch sizes keeping the global batch), the reports it is made from, the
 step rule and the epoch permutation come from the C++ library through the extension dbs._dbs.
 dbs.torch uses them with PyTorch's DistributedDataParallel.
+
+Errors, one family (dbs.Error, a RuntimeError, is the base of all):
+  ConfigError  a bad setting or a call the script must change (also a ValueError): an argument,
+               an environment variable, ranks that disagree, a state_dict of another run,
+               epochs out of order. Raised on every rank before training goes on.
+  PlanError    the daemon sent a plan for another job; the embedded plan is in force, so a
+               loop that catches it trains on.
+  InputError   a file or message from outside is malformed (a plan, a report, a trace).
+  CommError    the ranks' collectives failed: the job cannot go on.
 """
 
 try:

@@ -26,6 +26,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import dbs
 from dbs import _dbs
 
 
@@ -142,8 +143,8 @@ class StepClock:
         last = bucket.is_last()
         if last:
             if not self.timer.in_step():
-                raise RuntimeError("dbs.torch: a backward without a forward of the DDP model "
-                                   "given to Balancer")
+                raise dbs.ConfigError("dbs.torch: a backward without a forward of the DDP "
+                                      "model given to Balancer")
             slowdown = self.owner.slowdown
             if slowdown is not None:  # the experiment's, not dbs's: outside overhead_s
                 self.owner.overhead_s += time.thread_time() - cpu
