@@ -12,7 +12,8 @@ dbs-env.sh sourced (". build/dbs-env.sh": dbs importable, DBS_ROOT the checkout)
 --scheduler HOST:PORT --job ID --token-file KEY: the plans come from dbs-scheduler serve, the
 embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md);
 --tls-ca CA.pem speaks TLS to it, --auth munge proves the user's uid instead of a job key.
---checkpoint FILE saves the run after every epoch, --resume continues it.
+--checkpoint FILE saves the run after every epoch, --resume continues it; --trace FILE records
+the run for dbs-scheduler replay, under every policy.
 """
 
 import argparse
@@ -35,6 +36,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import dbs
 import dbs.torch
 from dbs.torch.hook import StepTimer
+from dbs.torch.trace import Recorder, run_config
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -83,6 +85,9 @@ def options(argv=None):
     p.add_argument("--disturb", action="append", default=[],
                    help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
     p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
+    p.add_argument("--trace", default="",
+                   help="write the run's trace here (rank 0; dbs-agent's format, for "
+                        "dbs-scheduler replay), under every policy, static included")
     p.add_argument("--checkpoint", default="",
                    help="after every epoch rank 0 saves the model, the optimizer, the Balancer's "
                         "state and the summary so far to this file (torch.save)")
@@ -181,10 +186,10 @@ def evaluate(model, test, rank, world):
 
 class StaticTiming:
     """--policy static: DDP's own mean allreduce, each step timed for the summary as dbs.torch
-    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown), under
-    the plans of the library's static policy (the equal split), each rank's report from its
-    steps. plan: the plan in force (a resumed run's, as a checkpoint keeps it; None = the first
-    epoch's)."""
+    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown). With
+    --trace it records the run as the Balancer records its own: the plans of the library's
+    static policy (the equal split), each rank's report from its steps. plan: the plan in force
+    (a resumed run's, as a checkpoint keeps it; None = the first epoch's)."""
 
     def __init__(self, ddp, slowdown, args, samples, plan=None):
         self.timer, self.slowdown = StepTimer(), slowdown
@@ -194,6 +199,8 @@ class StaticTiming:
         settings.policy, settings.global_batch, settings.samples_per_epoch = "static", args.batch, samples
         self.policy = dbs._dbs.make_policy(settings, dist.get_world_size())
         self.plan = dbs.Plan.from_json(plan) if plan else self.policy.initial()
+        self.trace = Recorder(args.trace)
+        self.trace.open(settings, self.plan, run_config(ddp, seed=args.seed), append=bool(plan))
 
     def pre(self, module, inputs):
         if module.training and torch.is_grad_enabled():
@@ -212,16 +219,17 @@ class StaticTiming:
         return fut.value()
 
     def end_epoch(self, epoch):
-        """Every rank's dbs.Report of the epoch, and this rank's work seconds; the next plan
-        made."""
+        """Every rank's dbs.Report of the epoch, and this rank's work seconds; the trace's
+        records of it and the next plan written."""
         rank, world = dist.get_rank(), dist.get_world_size()
-        steps = self.timer.take()
-        mine = dbs._dbs.make_report(rank, epoch, self.plan.batch[rank], steps)
+        timing = self.timer.epoch()
+        mine = dbs._dbs.make_report(rank, epoch, self.plan.batch[rank], self.timer.take())
         every = [None] * world
         dist.all_gather_object(every, mine.to_json())
         reports = [dbs.Report.from_json(r) for r in every]
         self.plan = self.policy.next(self.plan, reports)
-        return reports, sum(s[1] for s in steps)
+        self.trace.epoch(reports, timing, self.plan, "embedded")
+        return reports, timing["work_s"]
 
 
 def save_checkpoint(path, args, ddp, opt, balancer, static, rows):
@@ -294,7 +302,7 @@ def main(args):
                                       scheduler_timeout=args.scheduler_timeout,
                                       scheduler_connect_timeout=args.scheduler_connect_timeout,
                                       tls_ca=args.tls_ca, auth=args.auth,
-                                      munge_socket=args.munge_socket)
+                                      munge_socket=args.munge_socket, trace=args.trace)
         if saved:
             balancer.load_state_dict(saved["balancer"])
         sampler = balancer.sampler
@@ -355,6 +363,8 @@ def main(args):
 
     if balancer:
         balancer.close(done=True)
+    else:
+        timing.trace.close()
     if rank == 0 and args.summary:
         summary = {"policy": args.policy, "world": world, "global_batch": args.batch,
                    "train_samples": len(train), "test_samples": len(test), "threads": args.threads,

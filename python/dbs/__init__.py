@@ -7,7 +7,8 @@ dbs.torch uses them with PyTorch's DistributedDataParallel.
 Errors, one family (dbs.Error, a RuntimeError, is the base of all):
   ConfigError  a bad setting or a call the script must change (also a ValueError): an argument,
                an environment variable, ranks that disagree, a state_dict of another run,
-               epochs out of order. Raised on every rank before training goes on.
+               epochs out of order, a trace file that cannot be written. Raised on every rank
+               before training goes on.
   PlanError    the daemon sent a plan for another job; the embedded plan is in force, so a
                loop that catches it trains on.
   InputError   a file or message from outside is malformed (a plan, a report, a trace).

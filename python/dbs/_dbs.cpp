@@ -1,8 +1,8 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
 // permutation of lib/data, the planner (embedded, or the daemon's over plain TCP or TLS with a
-// job key or munge: make_planner) and dbs-agent's --disturb spec; Python never re-derives any
-// of them.
+// job key or munge: make_planner), dbs-agent's --disturb spec, and (trace.cpp) the trace writer
+// and the pure policies; Python never re-derives any of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError (also a
 // ValueError) / CommError.
 #include <pybind11/numpy.h>
@@ -175,6 +175,8 @@ JobPlanner make_planner(const Settings& settings, int rank, int world, py::funct
 }
 
 }  // namespace
+
+void bind_trace(py::module_& m);  // trace.cpp: TraceWriter, Policy, make_policy
 
 PYBIND11_MODULE(_dbs, m) {
   m.doc() = "The dbs library: plans, reports, the step rule, the epoch permutation, planners.";
@@ -350,4 +352,5 @@ PYBIND11_MODULE(_dbs, m) {
         "or auth (the rank at fault names the argument).");
   m.def("munge_built", &dbs::api::munge_built,
         "Whether this dbs was built with munge (auth='munge' needs it).");
+  bind_trace(m);
 }

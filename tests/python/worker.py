@@ -11,6 +11,9 @@
                                    and goes on with the next case
   worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn the same way, planned by
                                    the daemon at HOST:PORT (job py-bad)
+  worker.py trace POLICY PATH      Balancer(policy=POLICY, trace=PATH), 3 epochs; a
+                                   dbs.ConfigError of the constructor printed as "trace: Type:
+                                   message" (exit 0)
   worker.py foreign HOST:PORT EPOCHS
                                    job py-foreign planned by the (fake) daemon at HOST:PORT:
                                    prints "epoch E: Type: message" for an exception of
@@ -183,6 +186,26 @@ def bad_each(cases, scheduler=""):
             print(f"{case}: {type(e).__name__}{also}: {e}", flush=True)
 
 
+def trace(policy, path):
+    ddp = DistributedDataParallel(model())
+    train = data()
+    try:
+        bal = dbs.torch.Balancer(ddp, len(train), B, policy=policy, seed=5, trace=path)
+    except dbs.ConfigError as e:
+        print(f"trace: {type(e).__name__}: {e}", flush=True)
+        return
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for epoch in range(3):
+        bal.set_epoch(epoch)
+        for x, y in DataLoader(train, batch_sampler=bal.sampler):
+            loss = F.cross_entropy(ddp(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        bal.end_epoch()
+    bal.close()
+
+
 def foreign(scheduler, epochs):
     ddp = DistributedDataParallel(model())
     train = data()
@@ -222,6 +245,8 @@ if __name__ == "__main__":
         bad_each(BAD_DAEMON, rest[0])
     elif mode == "bad":
         bad_each(BAD_EMBEDDED)
+    elif mode == "trace":
+        trace(rest[0], rest[1])
     elif mode == "foreign":
         foreign(rest[0], int(rest[1]))
     else:

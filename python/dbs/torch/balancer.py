@@ -10,7 +10,8 @@ from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who 
 the job's key or munge), and the embedded policy plans whenever the daemon's plan is not usable
 (unreachable, untrusted, late, refusing, a plan of another job); in-epoch re-plans stay
 embedded. An outage is no error; a plan of another job on any rank raises dbs.PlanError on
-every rank at that epoch end, once the embedded plan of the next epoch is in force.
+every rank at that epoch end, once the embedded plan of the next epoch is in force. With
+`trace=PATH` rank 0 writes the run's trace in dbs-agent's format (trace.py).
 
 Errors: a bad argument, ranks that disagree, a state_dict of another run or a call out of order
 raise dbs.ConfigError (also a ValueError) on every rank, naming what is at fault.
@@ -27,6 +28,7 @@ import dbs
 from dbs import _dbs
 from dbs.torch.hook import StepClock
 from dbs.torch.sampler import BatchSampler
+from dbs.torch.trace import Recorder, run_config
 
 STATE_VERSION = 1
 
@@ -59,6 +61,9 @@ class Balancer:
                      given, else munge when dbs has it), "token" or "munge" (a munge
                      credential of the user running the rank; the job belongs to that uid)
     munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
+    trace:           a file for the run's trace in dbs-agent's format, written by rank 0 (the
+                     other ranks' value is not used; None = no trace); its folder is made.
+                     `dbs-scheduler replay` reads it, under every policy, static included
 
     Resume: save state_dict() with the model's and the optimizer's, and after a restart
     load_state_dict() it before the first epoch: the run is then at epoch `balancer.epoch`
@@ -70,7 +75,8 @@ class Balancer:
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
-                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
+                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None,
+                 trace=None):
         if not dist.is_initialized():
             raise dbs.ConfigError("dbs.torch.Balancer: torch.distributed is not initialised "
                                   "(call dbs.torch.init_process_group() first)")
@@ -107,6 +113,8 @@ class Balancer:
             raise dbs.ConfigError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
+        self._trace = Recorder(trace, group)  # checks rank 0's path; opened at the first epoch
+        self._run = run_config(model, seed=self.seed) if self._trace.on else None
         self._planner = self._make_planner(
             token_file=str(token_file or ""), timeout_s=float(scheduler_timeout),
             connect_timeout_s=float(scheduler_connect_timeout),
@@ -114,7 +122,7 @@ class Balancer:
             auth=str(auth), munge_socket=str(os.environ.get("MUNGE_SOCKET", "")
                                              if munge_socket is None else munge_socket))
         self._closed = False
-        self._started = False   # the first epoch began here
+        self._started = False   # the first epoch began here (and the trace was opened)
         self.slowdown = slowdown
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
         self._done = 0          # its steps whose backward finished
@@ -218,7 +226,9 @@ class Balancer:
         Returns the dbs.PlanError of that report, if any, for set_epoch to raise once the next
         epoch has started."""
         error = None
-        self._started = True
+        if not self._started:
+            self._trace.open(self.settings, self.plan, self._run, append=self.source == "resumed")
+            self._started = True
         if self._done == self.steps_per_epoch:
             if not self._reported:
                 try:
@@ -254,6 +264,7 @@ class Balancer:
         if self._planner.rebalance(window):
             self.replans += 1
             self.source = "rebalance"
+            self._trace.replan(self.plan, step)
         self._window = step
 
     def _report(self, first):
@@ -317,6 +328,8 @@ class Balancer:
         _, self.source = self._planner.next(planning)
         self._check_world(self.plan, "the next plan")
         self._reported = True
+        self._trace.epoch(self.reports, self._clock.timer.epoch(), self.plan, self.source,
+                          self.replans)
         cause, why = self._planner.fallback()  # the same cause on every rank
         if cause == "foreign":
             raise dbs.PlanError(
@@ -329,10 +342,11 @@ class Balancer:
     def close(self, done=True):
         """This rank leaves the job: done (all epochs trained) or stopped early (it may be
         resumed). With a scheduler, says goodbye to the daemon, which then shows the job
-        finished (or stopped). Once; later calls do nothing."""
+        finished (or stopped); with a trace, closes it. Once; later calls do nothing."""
         if not self._closed:
             self._closed = True
             self._planner.finish(bool(done))
+            self._trace.close()
 
     def _check_world(self, plan, what):
         if plan.world() != self.world:
