@@ -158,8 +158,9 @@ def bad(case, scheduler=""):
         raise SystemExit(f"worker.py: unknown case {case}")
 
 
-def train_epoch(ddp, bal, loader):
-    bal.set_epoch(bal.epoch)
+def train_epoch(ddp, bal, loader, epoch=0):
+    """Epoch `epoch` of the Balancer's run, its samples from `loader`, SGD."""
+    bal.set_epoch(epoch)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     for x, y in loader:
         loss = F.cross_entropy(ddp(x), y)
@@ -194,14 +195,8 @@ def trace(policy, path):
     except dbs.ConfigError as e:
         print(f"trace: {type(e).__name__}: {e}", flush=True)
         return
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     for epoch in range(3):
-        bal.set_epoch(epoch)
-        for x, y in DataLoader(train, batch_sampler=bal.sampler):
-            loss = F.cross_entropy(ddp(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        train_epoch(ddp, bal, DataLoader(train, batch_sampler=bal.sampler), epoch)
         bal.end_epoch()
     bal.close()
 

@@ -51,25 +51,17 @@ class Recorder:
         append, continues the trace of a resumed run instead (nothing written here)."""
         if not self.on:
             return
-        hosts = [None] * self.world
-        dist.all_gather_object(hosts, socket.gethostname(), group=self.group)
-        error = ""
-        if self.rank == 0:
-            config = dict(run, hosts=hosts)
-            try:
-                self._writer = _dbs.TraceWriter(self.path, settings, self.world,
-                                                json.dumps(config), bool(append))
-                if not append:
-                    self._writer.plan(plan, 0, "initial")
-                    self._writer.flush()
-            except dbs.Error as e:
-                error = str(e)
-        verdict = [None] * self.world
-        dist.all_gather_object(verdict, error, group=self.group)
-        if verdict[0]:
-            raise dbs.ConfigError(f"dbs.torch: trace {self.path} (written by rank 0): "
-                                  f"{verdict[0]}")
-        self.hosts = hosts
+        self.hosts = [None] * self.world
+        dist.all_gather_object(self.hosts, socket.gethostname(), group=self.group)
+        config = json.dumps(dict(run, hosts=self.hosts))
+
+        def start():
+            self._writer = _dbs.TraceWriter(self.path, settings, self.world, config,
+                                            bool(append))
+            if not append:
+                self._writer.plan(plan, 0, "initial")
+                self._writer.flush()
+        self._on_rank0(start, dbs.ConfigError)
 
     def replan(self, plan, step, source="rebalance"):
         """A re-plan inside the epoch, after `step` steps (rank 0 writes it; no collective)."""
@@ -85,17 +77,21 @@ class Recorder:
             return
         timings = [None] * self.world
         dist.all_gather_object(timings, timing, group=self.group)
+        self._on_rank0(lambda: self._write_epoch(reports, timings, next_plan, source, replans),
+                       dbs.InputError)
+
+    def _on_rank0(self, write, kind):
+        """write() on rank 0; a dbs.Error of it raised as `kind` on every rank, so none waits."""
         error = ""
-        if self._writer is not None:
+        if self.rank == 0:
             try:
-                self._write_epoch(reports, timings, next_plan, source, replans)
-            except dbs.Error as e:  # a full disk: every rank stops here, none waits
+                write()
+            except dbs.Error as e:
                 error = str(e)
         verdict = [None] * self.world
         dist.all_gather_object(verdict, error, group=self.group)
         if verdict[0]:
-            raise dbs.InputError(f"dbs.torch: trace {self.path} (written by rank 0): "
-                                 f"{verdict[0]}")
+            raise kind(f"dbs.torch: trace {self.path} (written by rank 0): {verdict[0]}")
 
     def _write_epoch(self, reports, timings, next_plan, source, replans):
         for rep in reports:
