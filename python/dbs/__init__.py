@@ -22,7 +22,7 @@ except ImportError as e:  # the package's .py files without the built extension 
         "dbs: the extension module dbs._dbs is not built or not importable next to "
         f"{__file__} ({e}). Build it with the meson option python (pybind11-dev, "
         "python3-pybind11 and /usr/bin/python3 needed): meson setup build && ninja -C build, "
-        "then PYTHONPATH=build/python, or meson install.") from e
+        "then `. build/dbs-env.sh` (the build's python/ on PYTHONPATH), or meson install.") from e
 
 Error = _dbs.Error
 InputError = _dbs.InputError
