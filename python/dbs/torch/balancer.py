@@ -3,7 +3,9 @@
 It owns the planner (the library's make_planner, its collectives over torch.distributed), the
 position in the run (epoch, steps done) and this rank's step timings. Its batch sampler yields
 this rank's samples under the plan in force; its DDP communication hook weights unequal local
-batches into the global-batch mean and times each step. At the end of an epoch (and every
+batches into the global-batch mean (handing them to the user's own hook when given, as
+exchange.py says) and times each step; with average_every it trains local SGD between weighted
+model averages instead (averaging.py). At the end of an epoch (and every
 `rebalance_every` steps) the ranks allgather their reports and each runs the policy on the same
 reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoch plan comes
 from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who they are with
@@ -22,6 +24,8 @@ import torch.distributed as dist
 
 import dbs
 from dbs import _dbs
+from dbs.torch.averaging import Averaging, check_averaging_options
+from dbs.torch.exchange import Local, UserHook, WeightedSum, check_hook_options, hook_name
 from dbs.torch.hook import StepClock
 from dbs.torch.sampler import BatchSampler
 
@@ -56,12 +60,23 @@ class Balancer:
                      given, else munge when dbs has it), "token" or "munge" (a munge
                      credential of the user running the rank; the job belongs to that uid)
     munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
+    comm_hook, comm_state: a DDP communication hook (fp16_compress_hook, powerSGD_hook, ...)
+                     and its state (the process group, a PowerSGDState): dbs weights each
+                     bucket and hands it to the hook, which exchanges it (exchange.py)
+    average_every:   H: local SGD, the models averaged every H steps of an epoch and at its
+                     end, weighted by the samples each rank trained (averaging.py; wrap the
+                     optimizer in dbs.torch.LocalSGDOptimizer); None = synchronous
+    average_after_epochs: with average_every, the first epochs trained synchronously
+    average_optimizer: with average_every, the optimizer's state stays each rank's own
+                     ("local") or is averaged with the parameters ("mean")
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
-                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
+                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None,
+                 comm_hook=None, comm_state=None, average_every=None, average_after_epochs=0,
+                 average_optimizer="local"):
         if not dist.is_initialized():
             raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
                                "(call dbs.torch.init_process_group() first)")
@@ -80,6 +95,11 @@ class Balancer:
         self.dataset_size = int(dataset_size)
         self.global_batch = int(global_batch)
         self.scheduler, self.job = str(scheduler or ""), str(job or "")
+        self.exchange_settings = {
+            "comm_hook": hook_name(comm_hook) if comm_hook is not None else None,
+            "average_every": None if average_every is None else int(average_every),
+            "average_after_epochs": int(average_after_epochs),
+            "average_optimizer": str(average_optimizer)}
         if self.scheduler and not self.job:
             raise ValueError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
                              "(the same on every rank, e.g. slurm-$SLURM_JOB_ID)")
@@ -97,6 +117,11 @@ class Balancer:
         if self.settings.rebalance_every < 0:
             raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
+        check_hook_options(comm_hook, comm_state)
+        x = self.exchange_settings
+        check_averaging_options(x["average_every"], x["average_after_epochs"],
+                                x["average_optimizer"], self.settings.rebalance_every,
+                                comm_hook)
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
         self._planner = self._make_planner(
             token_file=str(token_file or ""), timeout_s=float(scheduler_timeout),
@@ -117,6 +142,12 @@ class Balancer:
         # where the plan in force came from: "initial", "embedded", "daemon",
         # "embedded-fallback" (the daemon's plan was not usable), "rebalance" or "resumed"
         self.source = "initial"
+        self._sync = (UserHook(comm_hook, comm_state, self.world, group) if comm_hook
+                      is not None else WeightedSum())  # the exchange of synchronous steps
+        self._averaging = (Averaging(x["average_every"], x["average_after_epochs"],
+                                     x["average_optimizer"] == "mean", self.world, group)
+                           if x["average_every"] is not None else None)
+        self._params = [p for p in model.parameters() if p.requires_grad]
         self._clock = StepClock(self)  # its timer's steps: this epoch's on this rank
         model.register_forward_pre_hook(self._clock.forward_pre_hook)
         model.register_comm_hook(group, self._clock.comm_hook)
@@ -130,7 +161,8 @@ class Balancer:
     # The settings every rank must share: checked once, on all ranks, so every rank raises.
     def _agree(self):
         mine = {"settings": json.loads(self.settings.to_json()), "seed": self.seed,
-                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job}
+                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job,
+                "exchange": self.exchange_settings}
         every = [None] * self.world
         dist.all_gather_object(every, mine, group=self.group)
         for rank, theirs in enumerate(every):
@@ -187,7 +219,73 @@ class Balancer:
         return self._clock.timer.steps
 
     def _step_done(self):
+        if self._averaging is not None and self._averaging.local(self.epoch):
+            start = self._done * self.global_batch
+            sizes = _dbs.step_batch(self.plan, min(self.global_batch, self.dataset_size - start))
+            self._averaging.stepped(sizes, self._done + 1, self.steps_per_epoch)
         self._done += 1
+
+    def _exchange(self):
+        """The exchange of the step about to run (exchange.py)."""
+        if self._averaging is not None and self._averaging.local(self.epoch):
+            return _LOCAL
+        return self._sync
+
+    @property
+    def comm_hook_reduces(self):
+        """With comm_hook: "mean" or "sum", what the hook was found to return over the ranks
+        at the first step (None before it, and without comm_hook)."""
+        return getattr(self._sync, "reduces", None)
+
+    @property
+    def averages(self):
+        """Model averages made by this process (0 without average_every)."""
+        return 0 if self._averaging is None else self._averaging.count
+
+    def _attach_optimizer(self, optimizer):
+        """LocalSGDOptimizer's: the optimizer whose updates end with the averages."""
+        if self._averaging is None:
+            raise ValueError("dbs.torch.LocalSGDOptimizer: the Balancer has no average_every "
+                             "(it trains synchronously: use the optimizer as it is)")
+        if self._averaging.optimizer is not None:
+            raise ValueError("dbs.torch.LocalSGDOptimizer: the Balancer's optimizer is "
+                             "wrapped already")
+        self._averaging.optimizer = optimizer
+
+    def _after_update(self):
+        """After the optimizer's update (LocalSGDOptimizer.step): the model average when one
+        is due; its time is the last step's comm time (hook.py)."""
+        a = self._averaging
+        if a is None or not a.owed:
+            return
+        wall, proc = time.perf_counter(), time.process_time()
+        a.average(self._params, self.rank)
+        self._clock.timer.exchanged(time.perf_counter() - wall, time.process_time() - proc)
+
+    def _before_step_forward(self):
+        """At the first forward of a training step, on every rank: what must hold or be
+        settled before it (the averaging's optimizer, a communication hook's check)."""
+        if self._averaging is not None:
+            self._averaging.require(f"epoch {self.epoch} (0-based), step {self._done + 1}")
+        self._settle()
+
+    def _settle(self):
+        """The communication hook's pending check, on every rank (a collective; exchange.py):
+        raises its fault. Its waiting is not the next step's work."""
+        steps = self._clock.timer.count
+        if not self._sync.pending(steps):
+            return
+        cpu, wall, proc = time.thread_time(), time.perf_counter(), time.process_time()
+        try:
+            self._sync.settle(steps, self._gather_objects)
+        finally:
+            self.overhead_s += time.thread_time() - cpu
+            self._clock.timer.exclude(time.perf_counter() - wall, time.process_time() - proc)
+
+    def _gather_objects(self, obj):
+        every = [None] * self.world
+        dist.all_gather_object(every, obj, group=self.group)
+        return every
 
     def work_s(self):
         """This rank's work seconds in the epoch in progress (or the last finished one): its
@@ -215,7 +313,9 @@ class Balancer:
 
     def _before_step(self, step):
         k = self.settings.rebalance_every
-        if k == 0 or (step - self._window) % k != 0:
+        # with averaging every K steps of the epoch, at averages (K is a multiple of H)
+        since = step if self._averaging is not None else step - self._window
+        if k == 0 or since % k != 0:
             return
         cpu, wall, proc = time.thread_time(), time.perf_counter(), time.process_time()
         try:
@@ -276,6 +376,9 @@ class Balancer:
         if self._done != self.steps_per_epoch:
             raise RuntimeError(f"dbs.torch: end_epoch after {self._done} of "
                                f"{self.steps_per_epoch} steps of epoch {self.epoch}")
+        if self._averaging is not None:
+            self._averaging.require(f"end of epoch {self.epoch} (0-based)")
+        self._settle()
         first = self._done - len(self._steps)
         self.reports = self._gather(self._report(first))
         planning = self.reports
@@ -313,10 +416,13 @@ class Balancer:
         epoch, done = self.epoch, self._done
         if self._done == self.steps_per_epoch and self._reported:
             epoch, done = epoch + 1, 0
-        return {"version": STATE_VERSION, "epoch": epoch, "step": done,
-                "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
-                "settings": self.settings.to_json(), "seed": self.seed,
-                "dataset_size": self.dataset_size, "world": self.world}
+        state = {"version": STATE_VERSION, "epoch": epoch, "step": done,
+                 "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
+                 "settings": self.settings.to_json(), "seed": self.seed,
+                 "dataset_size": self.dataset_size, "world": self.world}
+        if self._averaging is not None:  # each rank's samples since the last average
+            state["averaging"] = self._averaging.state()
+        return state
 
     def load_state_dict(self, state):
         if state.get("version") != STATE_VERSION:
@@ -335,11 +441,16 @@ class Balancer:
         if not 0 <= state["step"] < self.steps_per_epoch:
             raise ValueError(f"dbs.torch: state_dict field 'step' is {state['step']}, an epoch "
                              f"has {self.steps_per_epoch} steps")
+        if self._averaging is not None:
+            self._averaging.load(state.get("averaging", {}), self.world)
         self._planner.set_state(plan, [float(x) for x in state["policy_state"]])
         self.epoch, self._done = int(state["epoch"]), int(state["step"])
         self._clock.timer.take()
         self._reported, self._window, self.replans = False, self._done, 0
         self.source = "resumed"
+
+
+_LOCAL = Local()
 
 
 def _flat(d, prefix=""):
