@@ -157,6 +157,11 @@ int main(void) {
   /* Bad input on one rank: a fixed: spec of the wrong length, a data set smaller than the
    * global batch, a missing allgather, NULL arguments. */
   dbs_settings_create(&s);
+  /* A policy name is read where it is set. */
+  EXPECT(dbs_settings_set_policy(s, "dbs2") == DBS_ERROR_CONFIG);
+  EXPECT(strstr(dbs_last_error(), "unknown policy 'dbs2'") != NULL);
+  EXPECT(dbs_settings_set_policy(s, "fixed:64,x") == DBS_ERROR_CONFIG);
+  EXPECT(strstr(dbs_last_error(), "size 1 'x' is not an integer") != NULL);
   dbs_settings_set_policy(s, "fixed:64,32,32");
   EXPECT(dbs_planner_create(s, 0, 1, NULL, NULL, NULL, &p) == DBS_ERROR_CONFIG);
   EXPECT(strstr(dbs_last_error(), "fixed:64,32,32") != NULL);

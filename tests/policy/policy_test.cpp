@@ -97,6 +97,20 @@ TEST_CASE("Fixed.SpecErrorsNameSpecAndProblem") {
   CHECK(config_error("fixed:", c) == "policy 'fixed:': size 0 '' is not an integer");
 }
 
+TEST_CASE("Policy.ParsedOnceReadsBackItsName") {
+  for (const char* name : {"dbs", "dbs-rate", "static", "fixed:96,32"})
+    CHECK(to_string(parse_policy(name)) == name);
+  CHECK(parse_policy("dbs-cost") == parse_policy("dbs"));  // the cost model's old name
+  CHECK(parse_policy("fixed:96,32").kind == PolicySpec::Kind::fixed);
+  CHECK(parse_policy("fixed:96,32").sizes == std::vector<int>{96, 32});
+  CHECK(parse_policy("static").kind == PolicySpec::Kind::equal_split);
+  CHECK(parse_policy("static").sizes.empty());
+  CHECK_THROWS_WITH_AS(parse_policy("Dbs"),
+                       "unknown policy 'Dbs': expected dbs, dbs-rate, static or fixed:b0,b1,... "
+                       "(dbs-cost = dbs)",
+                       ConfigError);
+}
+
 TEST_CASE("Policy.UnknownSpecAndBadConfig") {
   CHECK(config_error("dbs2", config(2, 8)) ==
         "unknown policy 'dbs2': expected dbs, dbs-rate, static or fixed:b0,b1,... (dbs-cost = dbs)");
