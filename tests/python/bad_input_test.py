@@ -145,7 +145,7 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tm
             ("bad-address", "ConfigError: address 'localhost': no host or no port"),
             ("job-disagree", "ConfigError: dbs.torch.Balancer: ranks disagree on the settings: "
                              "rank 1 has remote.job='py-bad-1', rank 0 remote.job='py-bad-0'"),
-            ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")],
+            ("token-one-rank", "token file /nonexistent/job.key: No such file")],
         " with a daemon")
     lines = [line for line in stdout.splitlines() if "token-one-rank:" in line]
     harness.check(any("ConfigError: rank 1: token file /nonexistent/job.key" in line
