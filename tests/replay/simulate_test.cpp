@@ -74,7 +74,7 @@ TEST_CASE("Simulate.Slowdown.StartsAtTheAgentsStepAndMedianTakesIndexHalf") {
   // 47 steps; from = 1.5 is active from the first step s with s / 47 >= 0.5, s = 24: 23 slow
   // steps of 47, so the median (index 23 of the sorted rates) is still a fast one.
   Cluster c = two_ranks(1000, 1000, 2, 6000, 128);
-  c.slowdowns.push_back({1, 3.0, 1.5, -1.0, Disturbance::Mode::sleep});
+  c.slowdowns.push_back({1, 3.0, 1.5, -1.0, dbs::trace::Disturbance::Mode::sleep});
   CHECK(rate_changes(c, 0) == std::vector<std::int64_t>{24});
   CHECK(rates_at(c, 0, 23)[1] == 1000);
   CHECK(rates_at(c, 0, 24)[1] == doctest::Approx(1000 / 3.0));
@@ -88,7 +88,7 @@ TEST_CASE("Simulate.Slowdown.StartsAtTheAgentsStepAndMedianTakesIndexHalf") {
 
 TEST_CASE("Simulate.Slowdown.StopsInsideAnEpoch") {
   Cluster c = two_ranks(1000, 1000, 3, 6400, 128);  // 50 steps
-  c.slowdowns.push_back({0, 2.0, 1.5, 2.5, Disturbance::Mode::sleep});
+  c.slowdowns.push_back({0, 2.0, 1.5, 2.5, dbs::trace::Disturbance::Mode::sleep});
   CHECK(rate_changes(c, 0) == std::vector<std::int64_t>{25});
   CHECK(rate_changes(c, 1) == std::vector<std::int64_t>{25});
   CHECK(rate_changes(c, 2).empty());
@@ -98,7 +98,7 @@ TEST_CASE("Simulate.Slowdown.StopsInsideAnEpoch") {
 
 TEST_CASE("Simulate.RebalanceEvery.ReplansInsideTheEpochAtMultiplesOfK") {
   Cluster c = two_ranks(1000, 1000, 2, 6400, 128);  // 50 steps
-  c.slowdowns.push_back({1, 4.0, 1.2, -1.0, Disturbance::Mode::sleep});
+  c.slowdowns.push_back({1, 4.0, 1.2, -1.0, dbs::trace::Disturbance::Mode::sleep});
   const SimResult r = simulate(c, CostModel{}, config("dbs", 10));
   const EpochRun& e = r.epochs[0];
   REQUIRE(e.plans.size() >= 2);
@@ -115,7 +115,7 @@ TEST_CASE("Simulate.RebalanceEvery.ReplansInsideTheEpochAtMultiplesOfK") {
 
 TEST_CASE("Simulate.Deterministic") {
   Cluster c = two_ranks(1234.5, 321.25, 5, 6000, 96);
-  c.slowdowns.push_back({0, 2.5, 2.3, 3.7, Disturbance::Mode::sleep});
+  c.slowdowns.push_back({0, 2.5, 2.3, 3.7, dbs::trace::Disturbance::Mode::sleep});
   CostModel cost;
   cost.allreduce_s = 0.001;
   cost.overhead_s = 0.0005;
