@@ -71,8 +71,23 @@ struct Settings {
   int max_batch = 0;                   // per-rank upper bound (0 = B)
   double min_gain = 0.02;              // dbs keeps its plan below this predicted gain
   int rebalance_every = 0;             // re-plan every K steps inside an epoch (0 = per epoch)
+  // Periodic model averaging (local SGD): from epoch average_after_epochs on (0-based; the
+  // epochs before it are synchronous), each rank steps its own model on its slice and the ranks
+  // average their models, weighted by the samples each trained since the last average, after
+  // every average_every-th step of an epoch and after its last step. 0 = synchronous throughout.
+  int average_every = 0;
+  int average_after_epochs = 0;
 
   int max_batch_or_global() const { return max_batch == 0 ? global_batch : max_batch; }
+  // Whether epoch (0-based) averages models instead of exchanging the gradient every step.
+  bool averages_in(std::int64_t epoch) const {
+    return average_every > 0 && epoch >= average_after_epochs;
+  }
+  // The exchanges of epoch (0-based) over `steps` steps: one per step when synchronous, else
+  // one after every average_every-th step and one after the last, ceil(steps / average_every).
+  std::int64_t exchanges(std::int64_t epoch, std::int64_t steps) const {
+    return averages_in(epoch) ? (steps + average_every - 1) / average_every : steps;
+  }
   bool operator==(const Settings&) const = default;
 };
 

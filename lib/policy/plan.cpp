@@ -113,10 +113,15 @@ Report report_from_json(const Fields& f) {
 }
 
 json to_json(const Settings& s) {
-  return {{"policy", s.policy},       {"global_batch", s.global_batch},
-          {"samples_per_epoch", s.samples_per_epoch},
-          {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
-          {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+  json out = {{"policy", s.policy},       {"global_batch", s.global_batch},
+              {"samples_per_epoch", s.samples_per_epoch},
+              {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
+              {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+  if (s.average_every > 0) {
+    out["average_every"] = s.average_every;
+    out["average_after_epochs"] = s.average_after_epochs;
+  }
+  return out;
 }
 
 Settings settings_from_json(const Fields& f) {
@@ -130,6 +135,8 @@ Settings settings_from_json(const Fields& f) {
   if (s.min_gain < 0 || s.min_gain >= 1)
     f.fail("field 'min_gain' must be a number in [0, 1), got " + describe(f.need("min_gain")));
   s.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
+  s.average_every = static_cast<int>(f.integer_or("average_every", 0, 0, 1 << 30));
+  s.average_after_epochs = static_cast<int>(f.integer_or("average_after_epochs", 0, 0, 1 << 30));
   return s;
 }
 

@@ -55,6 +55,16 @@ void check_config(const Settings& c, int world) {
   if (!std::isfinite(c.min_gain) || c.min_gain < 0 || c.min_gain >= 1) {
     fail(format("min_gain must be in [0, 1), got %g", c.min_gain));
   }
+  if (c.average_every < 0 || c.average_after_epochs < 0) {
+    fail(format("average_every and average_after_epochs must be >= 0, got %d and %d",
+                c.average_every, c.average_after_epochs));
+  }
+  // Under model averaging the ranks learn each other's step times only at the averages.
+  if (c.average_every > 0 && c.rebalance_every % c.average_every != 0) {
+    fail(format("rebalance_every %d is not a multiple of average_every %d (the ranks learn each "
+                "other's step times at the averages)",
+                c.rebalance_every, c.average_every));
+  }
   if (c.samples_per_epoch < 0) {
     fail(format("samples_per_epoch must be >= 0, got %lld",
                 static_cast<long long>(c.samples_per_epoch)));

@@ -72,6 +72,19 @@ TEST_CASE("PlanJson.RoundTrips") {
   json old = to_json(s);
   old.erase("rebalance_every");  // written before it was a setting
   CHECK(settings_from_json(dbs::Fields(old)).rebalance_every == 0);
+  CHECK_FALSE(old.contains("average_every"));  // synchronous: written as before averaging was
+  s.average_every = 4;
+  s.average_after_epochs = 2;
+  CHECK(to_json(s)["average_every"] == 4);
+  CHECK(settings_from_json(dbs::Fields(json::parse(to_json(s).dump()))) == s);
+  json bad = to_json(s);
+  bad["average_every"] = -2;
+  try {
+    settings_from_json(dbs::Fields(bad, "config"));
+    FAIL("a negative average_every was accepted");
+  } catch (const dbs::FieldError& e) {
+    CHECK(std::string(e.what()).find("average_every") != std::string::npos);
+  }
 }
 
 TEST_CASE("PlanJson.Rejects.InconsistentPlans") {
