@@ -52,6 +52,7 @@ json to_json(const Eval& e) {
     j["busy_ideal_s"] = e.busy_ideal_s;
   }
   if (!e.missing.empty()) j["missing"] = e.missing;
+  if (e.averages > 0) j["averages"] = e.averages;
   return j;
 }
 
@@ -71,6 +72,7 @@ Eval eval_from_json(const Fields& f) {
     e.busy_ideal_s = f.number_or("busy_ideal_s", 0, 0);
   }
   if (f.has("missing")) e.missing = f.ints("missing", 0);
+  e.averages = static_cast<int>(f.integer_or("averages", 0, 0, kMaxInt));
   return e;
 }
 

@@ -24,6 +24,7 @@ struct Eval {
   double ideal_s = 0;          // samples / sum of the ranks' throughputs
   double efficiency = 0;       // ideal_s / wall_s
   int replans = 0;             // plan changes inside the epoch
+  int averages = 0;            // model averages in the epoch (0: synchronous; absent from JSON)
   // The agent's evaluation (absent from the daemon's records): mean training loss over the
   // epoch's samples, test loss and accuracy (a fraction).
   std::optional<double> train_loss, test_loss, test_acc;

@@ -51,6 +51,9 @@ struct Config : policy::Settings {
   std::string overlap = "auto";
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace
+  // Under model averaging (Settings::average_every > 0, lib/train/local_sgd.h): local (each
+  // rank keeps its own optimizer state) | mean (averaged with the parameters).
+  std::string average_optimizer = "local";
 };
 
 // The policy settings of a run on a training set of `train_samples` samples before
@@ -58,13 +61,17 @@ struct Config : policy::Settings {
 // beside it (the daemon client) must use.
 policy::Settings settings_of(const Config& config, std::size_t train_samples);
 
-// Throws ConfigError for an unknown update or overlap mode, or a combination the exchange cannot
-// run (--overlap on with --update sharded or --allreduce ring). The agent checks it before MPI
+// Throws ConfigError for an unknown update, overlap or averaging mode, or a combination the
+// exchange cannot run: --overlap on with --update sharded or --allreduce ring; model averaging
+// (average_every > 0) with --update sharded (a local step needs the whole optimizer state on
+// every rank), --overlap on (a local step exchanges no gradient to overlap) or a rebalance_every
+// that is not a multiple of average_every (the ranks learn each other's step times at the
+// averages); the averaging options without average_every. The agent checks it before MPI
 // starts.
 void check_exchange(const Config& config);
 
 // Whether the run overlaps the exchange with the backward pass: Config::overlap, with auto
-// resolved from the ranks' hosts (one per rank, the same on every rank, so every rank decides
+// resolved from the ranks' hosts (off under model averaging) (one per rank, the same on every rank, so every rank decides
 // alike: the collectives differ).
 bool resolve_overlap(const Config& config, std::span<const std::string> hosts);
 

@@ -105,6 +105,15 @@ Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist
   waiting_ = comm::gather_strings(comm, comm.waiting());
   overlap_ = resolve_overlap(cfg, hosts_);
   exchange_ = make_exchange(cfg, overlap_, comm, *model_, *optimizer_);
+  if (cfg.average_every > 0) {
+    // The tail of an average: samples, loss, stop, and per step of a period every rank's
+    // compute_s, samples and work_s when the plan may change inside an epoch.
+    const std::size_t slots = cfg.rebalance_every > 0
+                                  ? 3 * static_cast<std::size_t>(world) * static_cast<std::size_t>(cfg.average_every)
+                                  : 0;
+    local_ = std::make_unique<LocalSgd>(comm, *model_, *optimizer_, cfg.average_optimizer == "mean",
+                                        3 + slots);
+  }
   disturber_ = std::make_unique<Disturber>(cfg.disturbances, comm.rank(), std::max(1, cfg.threads));
 }
 
@@ -142,7 +151,8 @@ void Trainer::open_trace(const Resumed& resumed) {
 }
 
 detail::EpochParts Trainer::epoch_parts() {
-  return {config_, comm_, train_, *model_, *planner_, *exchange_, *disturber_, trace_.get()};
+  return {config_,    comm_,        train_,      *model_,     *planner_,
+          *exchange_, local_.get(), *disturber_, trace_.get()};
 }
 
 RunResult Trainer::run() {
@@ -217,6 +227,7 @@ EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
   r.test_acc = test.second;
   r.batch = std::move(batch);
   r.replans = es.replans;
+  r.averages = es.averages;
   return r;
 }
 
@@ -232,6 +243,7 @@ void Trainer::trace_epoch(const EpochResult& r, std::span<const policy::Report> 
   ev.ideal_s = r.ideal_s;
   ev.efficiency = r.efficiency;
   ev.replans = r.replans;
+  ev.averages = r.averages;
   ev.train_loss = r.train_loss;
   ev.test_loss = r.test_loss;
   ev.test_acc = r.test_acc;

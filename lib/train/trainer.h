@@ -23,6 +23,7 @@
 #include "lib/train/disturb.h"
 #include "lib/train/epoch.h"
 #include "lib/train/exchange.h"
+#include "lib/train/local_sgd.h"
 
 namespace dbs::train {
 
@@ -38,6 +39,7 @@ struct EpochResult {
   std::vector<int> batch;            // per rank, at the start of the epoch
   std::vector<double> throughput;    // per rank, samples / compute second
   int replans = 0;            // plan changes inside the epoch (rebalance_every)
+  int averages = 0;           // model averages in the epoch (0: synchronous; Settings::average_every)
   // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
   // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint, and
   // for one continued from a checkpoint taken inside it (its timings miss the earlier steps).
@@ -110,6 +112,9 @@ class Trainer {
   // without one gets the lowest holder's. On another world size the parameters and optimizer
   // state carry over and the planner's plan is re-made for the new world.
   Resumed load_checkpoint();
+  // Whether the ranks' optimizer states differ (model averaging with each rank's own), so that
+  // a checkpoint keeps every rank's.
+  bool own_optimizer_states() const;
 
   // cpu_trace.cpp: allgathers every rank's timing of `epoch` (into timings_) and CPU quota, and
   // writes their timing and cpu records (a collective).
@@ -134,6 +139,7 @@ class Trainer {
   std::vector<std::string> waiting_;          // how each rank waits and why (Communicator::waiting)
   bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
   std::unique_ptr<Exchange> exchange_;
+  std::unique_ptr<LocalSgd> local_;           // with Config::average_every only
   std::unique_ptr<Disturber> disturber_;
   std::unique_ptr<trace::Writer> trace_;      // rank 0 only
   std::vector<EpochResult> results_;          // finished epochs
