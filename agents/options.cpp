@@ -126,6 +126,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   // Default auto (Config::overlap): on where the ranks are on more than one host.
   CLI::Option* overlap = app.add_flag_callback("--overlap", [&c] { c.overlap = "on"; }, "exchange the gradient in buckets during the backward pass, last layers first (non-blocking MPI allreduce; with --update replicated and --allreduce mpi). Default: where the ranks are on more than one host")->disable_flag_override()->group(balance);
   app.add_flag_callback("--no-overlap", [&c] { c.overlap = "off"; }, "do not overlap the exchange, also across hosts")->excludes(overlap)->disable_flag_override()->group(balance);
+  app.add_option("--average-every", c.average_every, "local SGD: each rank steps its own model on its batch, and the models are averaged, weighted by the samples each rank trained, every H steps and at each epoch's end (default: the gradient exchanged every step)")->check(at_least(1))->group(balance);
+  app.add_option("--average-after-epochs", c.average_after_epochs, "with --average-every: train the first E epochs synchronously, then average every H steps")->capture_default_str()->check(at_least(0))->group(balance);
+  app.add_option("--average-optimizer", c.average_optimizer, "with --average-every: the optimizer state stays each rank's own (local) or is averaged with the model (mean)")->capture_default_str()->check(CLI::IsMember({"local", "mean"}))->group(balance);
   app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";
@@ -175,6 +178,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     c.progress = progress || (!no_progress && job_output_is_terminal());
     for (const auto& d : disturb) c.disturbances.push_back(train::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
+    for (const char* name : {"--average-after-epochs", "--average-optimizer"})
+      if (app.count(name) > 0 && c.average_every == 0)
+        throw ConfigError(std::string(name) + " needs --average-every H");
     train::check_exchange(c);
     api::check_auth_mode(o.scheduler_auth.mode, "--auth");  // munge in a build without it
     if (!sc.address.empty()) {
