@@ -165,3 +165,24 @@ TEST_CASE("Replay.Options.OverrideTheTracesSettings") {
   CHECK(r.results[0].config.rebalance_every == 0);
   for (const EpochRun& e : r.results[0].epochs) CHECK(e.plans.size() == 1);
 }
+
+// A trace whose run averaged the models (--average-every) in some epoch is refused, naming the
+// trace and the period: the simulation exchanges every step. One whose averaging would have
+// started after its last epoch was synchronous throughout and replays.
+TEST_CASE("Replay.ModelAveraging.RefusedWhereItAveraged") {
+  const std::string text = synthesize(busy_spec());  // 6 epochs
+  const auto with = [&text](int after) {
+    const std::size_t eol = text.find('\n');
+    json header = json::parse(text.substr(0, eol));
+    header["config"]["average_every"] = 5;
+    header["config"]["average_after_epochs"] = after;
+    return header.dump() + text.substr(eol);
+  };
+  ReplayOptions o;
+  o.policies = {"dbs"};
+  CHECK_THROWS_WITH_AS(replay(parse_trace(with(2), "avg.jsonl"), o),
+                       doctest::Contains("avg.jsonl: the run averages the models every 5 steps "
+                                         "(average_every) from epoch 3"),
+                       dbs::InputError);
+  CHECK(replay(parse_trace(with(6), "avg.jsonl"), o).results.size() == 1);
+}
