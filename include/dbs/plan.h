@@ -17,6 +17,8 @@ struct Plan {
   std::vector<int> offset;        // o_i: rank i takes [o_i, o_i + b_i) of each global batch
   std::vector<double> throughput; // v_i the plan was made from (samples/s; 0 = unknown)
   double predicted_epoch_s = 0;   // predicted epoch time under this plan (0 = unknown)
+  double exchange_epoch_s = 0;    // the part of it spent exchanging: the gradient allreduces,
+                                  // or the model averages (Settings::average_every); 0 = unknown
   double ideal_epoch_s = 0;       // N / sum v_i (0 = unknown)
   bool changed = false;           // differs from the previous epoch's plan
   std::string reason;             // one line: why this plan

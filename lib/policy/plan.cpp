@@ -22,15 +22,17 @@ using nlohmann::json;
 
 
 json to_json(const Plan& p) {
-  return {{"epoch", p.epoch + 1},
-          {"global_batch", p.global_batch},
-          {"batch", p.batch},
-          {"offset", p.offset},
-          {"throughput", p.throughput},
-          {"predicted_epoch_s", p.predicted_epoch_s},
-          {"ideal_epoch_s", p.ideal_epoch_s},
-          {"changed", p.changed},
-          {"reason", p.reason}};
+  json out = {{"epoch", p.epoch + 1},
+              {"global_batch", p.global_batch},
+              {"batch", p.batch},
+              {"offset", p.offset},
+              {"throughput", p.throughput},
+              {"predicted_epoch_s", p.predicted_epoch_s},
+              {"ideal_epoch_s", p.ideal_epoch_s},
+              {"changed", p.changed},
+              {"reason", p.reason}};
+  if (p.exchange_epoch_s > 0) out["exchange_epoch_s"] = p.exchange_epoch_s;
+  return out;
 }
 
 Plan plan_from_json(const Fields& f) {
@@ -42,6 +44,7 @@ Plan plan_from_json(const Fields& f) {
   p.throughput = f.numbers("throughput", 0);
   p.predicted_epoch_s = f.number("predicted_epoch_s", 0);
   p.ideal_epoch_s = f.number("ideal_epoch_s", 0);
+  p.exchange_epoch_s = f.number_or("exchange_epoch_s", 0, 0);
   p.changed = f.boolean("changed");
   p.reason = f.string("reason");
   if (p.batch.empty() || p.offset.size() != p.batch.size() || p.throughput.size() != p.batch.size())

@@ -47,6 +47,13 @@ TEST_CASE("PlanJson.RoundTrips") {
   const Plan p = sample_plan();
   CHECK(to_json(p)["epoch"] == 4);  // from 1 in JSON
   CHECK(plan_from_json(dbs::Fields(json::parse(to_json(p).dump()))) == p);
+  CHECK_FALSE(to_json(p).contains("exchange_epoch_s"));  // unknown (0): not written
+  Plan x = p;
+  x.exchange_epoch_s = 0.25;  // the exchange's part of the predicted epoch
+  CHECK(to_json(x)["exchange_epoch_s"] == 0.25);
+  CHECK(plan_from_json(dbs::Fields(json::parse(to_json(x).dump()))) == x);
+  CHECK(plan_error(plan_with("exchange_epoch_s", "-1")).find("exchange_epoch_s") !=
+        std::string::npos);
 
   Report r;
   r.rank = 1;
