@@ -105,14 +105,21 @@ std::vector<int> ranks_of(const Fields& d, int world) {
   return ranks;
 }
 
+// The entries of the optional array `key`, each named "<name>: <key>[k]" in messages.
+std::vector<Fields> entries(const Fields& f, const std::string& name, const char* key) {
+  std::vector<Fields> out;
+  if (!f.has(key)) return out;
+  const json& list = f.need(key);
+  if (!list.is_array()) f.fail(std::string("'") + key + "' is not an array");
+  for (std::size_t k = 0; k < list.size(); ++k)
+    out.emplace_back(list[k], name + ": " + key + "[" + std::to_string(k) + "]");
+  return out;
+}
+
 // Every rank's link: latency_s and bandwidth, or the last network entry naming the rank.
 std::vector<Link> parse_links(const Fields& f, const std::string& name, const Link& all, int world) {
   std::vector<Link> out(static_cast<std::size_t>(world), all);
-  if (!f.has("network")) return out;
-  const json& list = f.need("network");
-  if (!list.is_array()) f.fail("'network' is not an array");
-  for (std::size_t k = 0; k < list.size(); ++k) {
-    const Fields e(list[k], name + ": network[" + std::to_string(k) + "]");
+  for (const Fields& e : entries(f, name, "network")) {
     e.only({"rank", "ranks", "latency_s", "bandwidth", "comment"});
     if (!e.has("latency_s") && !e.has("bandwidth")) e.fail("give 'latency_s' or 'bandwidth' (or both)");
     const Link link{e.number_or("latency_s", all.latency_s, 0, kHuge),
@@ -124,11 +131,7 @@ std::vector<Link> parse_links(const Fields& f, const std::string& name, const Li
 
 std::vector<Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
   std::vector<Disturbance> out;
-  if (!f.has("disturbances")) return out;
-  const json& list = f.need("disturbances");
-  if (!list.is_array()) f.fail("'disturbances' is not an array");
-  for (std::size_t k = 0; k < list.size(); ++k) {
-    const Fields d(list[k], name + ": disturbances[" + std::to_string(k) + "]");
+  for (const Fields& d : entries(f, name, "disturbances")) {
     d.only({"rank", "ranks", "factor", "from", "to"});
     const std::vector<int> ranks = ranks_of(d, world);
     json one = d.value();  // the disturbance form, with rank 0 standing in for the list
