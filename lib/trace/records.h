@@ -19,7 +19,7 @@ namespace dbs::trace {
 // Rank 0's control plane at the end of an epoch, seconds: what the epoch's end costs besides its
 // steps (and the evaluation, the trace and the checkpoint).
 struct Control {
-  double reports_s = 0;  // allgathers of every rank's report, timing and CPU figures
+  double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures
   double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
                          // agreement on it (daemon_s of it)
   double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)

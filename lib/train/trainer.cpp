@@ -181,8 +181,7 @@ RunResult Trainer::run() {
     const std::pair<double, double> test = evaluate();
     trace::Control control;
     Stopwatch clock;
-    const std::vector<policy::Report> reports = gather_reports(comm_, es.report);
-    trace_cpu(e);
+    const std::vector<policy::Report> reports = gather_epoch(e, es.report);
     control.reports_s = clock.seconds();
     clock.reset();
     const planner::Planned next =

@@ -117,9 +117,10 @@ class Trainer {
   // state carry over and the planner's plan is re-made for the new world.
   Resumed load_checkpoint();
 
-  // cpu_trace.cpp: allgathers every rank's timing of `epoch` (into timings_) and CPU quota, and
-  // writes their timing and cpu records (a collective).
-  void trace_cpu(std::int64_t epoch);
+  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_) and CPU quota of
+  // `epoch` at once, and writes their timing and cpu records (a collective). Returns the reports
+  // in rank order.
+  std::vector<policy::Report> gather_epoch(std::int64_t epoch, const policy::Report& report);
 
   // output.cpp, rank 0's output.
   void print_header() const;
