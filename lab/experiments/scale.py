@@ -33,7 +33,7 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
                a 10 s epoch
 
 Records, one JSON line per run (study "scale"), go to --out at the end (replacing its scale
-records; other studies' stay), and to --out.part as each run ends; a study started again
+records of the sizes in --ranks; other sizes' and other studies' stay), and to --out.part as each run ends; a study started again
 continues from --out.part (delete it to start afresh). Run logs, traces and summaries stay in
 --logs. Exits 1 where a run fails. About 35 minutes for the three sizes on an idle machine.
 """
@@ -355,7 +355,7 @@ def study(o):
                                  o.kill_after if name == "kill" else None))
                 finally:
                     daemon.stop()
-    pc.write_jsonl(o.out, STUDY, records)
+    pc.write_jsonl(o.out, STUDY, records, replace=lambda r: r.get("ranks") in o.ranks)
     os.remove(part)
     print(f"scale: records in {o.out}; logs in {scratch}", file=sys.stderr)
     return records
