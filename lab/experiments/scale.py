@@ -26,7 +26,10 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
   plan ratio   the expected compute time of a step under dbs's plans over that under the best
                split, for the spec's speeds and noise (Monte Carlo: what machine load cannot move)
   gain         static's mean epoch over dbs's, against the bound sum(v) / (n min v): target
-               >= 0.95 of it
+               >= 0.95 of it where the exchange is small
+  plan gain    the same for the compute alone: the expected compute time of a step under the
+               equal split over that under dbs's plans (Monte Carlo, as the plan ratio): the gain
+               with no exchange
   changes      dbs's plan changes after its first (the balancing one): target <= 1 (one slowdown)
   control      rank 0's control plane per epoch (the eval records' control: reports' allgather,
                planning, the daemon's round trip, the plan check): target at 256 ranks < 1% of
@@ -400,7 +403,10 @@ def figures(recs):
             f["dbs_s"] = mean([e["wall_s"] for e in dbs])
             best = best_split(v, spec["global_batch"])
             e_best = expected_step(best, v, spec["step_noise"], draws)
-            f["plan_ratio"] = mean([expected_step(e["batch"], v, spec["step_noise"], draws) for e in dbs]) / e_best
+            e_dbs = mean([expected_step(e["batch"], v, spec["step_noise"], draws) for e in dbs])
+            f["plan_ratio"] = e_dbs / e_best
+            equal = best_split([1] * n, spec["global_batch"])
+            f["plan_gain"] = expected_step(equal, v, spec["step_noise"], draws) / e_dbs
         ref = by.get("best-" + phase)
         if ref and dbs:
             f["best_s"] = mean([e["wall_s"] for e in ref["epochs"] if e["epoch"] >= 2])
@@ -437,8 +443,7 @@ def figures(recs):
         if run != "spec":
             p = r["pace"]
             out["pace"][run] = {"over": p["took_s"] / p["asked_s"] - 1, "late_us": p["late_us"],
-                                "latest_us": p["latest_us"], "load": r["load"], "cores": r["cores"],
-                                "wall_s": r["wall_s"]}
+                                "latest_us": p["latest_us"], "wall_s": r["wall_s"]}
     return out
 
 
@@ -464,13 +469,15 @@ def report(records):
     for f in figs:
         for phase, p in f["phases"].items():
             gb = p["gain"] / p["bound"] if "gain" in p else None
+            pgb = p["plan_gain"] / p["bound"] if "plan_gain" in p else None
             rows.append([f["ranks"], phase, fmt(p.get("dbs_s"), "%.2f s"), fmt(p.get("best_s"), "%.2f s"),
                          fmt(p.get("ratio"), "%.3fx"), fmt(p.get("plan_ratio"), "%.3fx"),
                          fmt(p.get("static_s"), "%.2f s"), fmt(p.get("gain"), "%.2fx"), "%.2fx" % p["bound"],
-                         fmt(gb, "%.3f")])
-    table("Balance (per phase: dbs's steady epochs; best: the best-split run; plan ratio: analytic)",
+                         fmt(gb, "%.3f"), fmt(p.get("plan_gain"), "%.2fx"), fmt(pgb, "%.3f")])
+    table("Balance (per phase: dbs's steady epochs; best: the best-split run; plan ratio and plan gain: "
+          "the compute alone, analytic)",
           ["ranks", "phase", "dbs epoch", "best split", "ratio", "plan ratio", "static", "gain", "bound",
-           "gain / bound"], rows)
+           "gain / bound", "plan gain", "plan gain / bound"], rows)
     table("Plan changes after the first (one slowdown)", ["ranks", "dbs's plan changes"],
           [[f["ranks"], fmt(f.get("changes"), "%d")] for f in figs])
     rows = []
@@ -498,9 +505,9 @@ def report(records):
           ["ranks", "run", "plans from the daemon", "killed after epoch", "sources after", "first plan after",
            "epochs done"], rows)
     table("The emulation: the waits' time over the spec's cost, wake-up lateness per step",
-          ["ranks", "run", "over the cost", "late a step", "latest rank", "run wall", "load / cores"],
+          ["ranks", "run", "over the cost", "late a step", "latest rank", "run wall"],
           [[f["ranks"], run, "%+.2f%%" % (100 * p["over"]), f"{p['late_us']} us", f"{p['latest_us']} us",
-            "%.0f s" % p["wall_s"], "%.1f / %d" % (p["load"], p["cores"])]
+            "%.0f s" % p["wall_s"]]
            for f in figs for run, p in f["pace"].items()])
 
 
