@@ -35,8 +35,8 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
                planning, the daemon's round trip, the plan check): target at 256 ranks < 1% of
                a 10 s epoch
 
-Records, one JSON line per run (study "scale"), go to --out at the end (replacing its scale
-records of the sizes in --ranks; other sizes' and other studies' stay), and to --out.part as each run ends; a study started again
+Records, one JSON line per run (study "scale"), go to --out at the end (replacing the records of
+the same size and run; the others stay), and to --out.part as each run ends; a study started again
 continues from --out.part (delete it to start afresh). Run logs, traces and summaries stay in
 --logs. Exits 1 where a run fails. About 35 minutes for the three sizes on an idle machine.
 """
@@ -358,7 +358,8 @@ def study(o):
                                  o.kill_after if name == "kill" else None))
                 finally:
                     daemon.stop()
-    pc.write_jsonl(o.out, STUDY, records, replace=lambda r: r.get("ranks") in o.ranks)
+    ran = {(r["ranks"], r["run"]) for r in records}
+    pc.write_jsonl(o.out, STUDY, records, replace=lambda r: (r.get("ranks"), r.get("run")) in ran)
     os.remove(part)
     print(f"scale: records in {o.out}; logs in {scratch}", file=sys.stderr)
     return records
