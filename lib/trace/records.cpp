@@ -52,6 +52,7 @@ json to_json(const Eval& e) {
     j["busy_ideal_s"] = e.busy_ideal_s;
   }
   if (!e.missing.empty()) j["missing"] = e.missing;
+  if (e.control) j["control"] = to_json(*e.control);
   return j;
 }
 
@@ -71,7 +72,18 @@ Eval eval_from_json(const Fields& f) {
     e.busy_ideal_s = f.number_or("busy_ideal_s", 0, 0);
   }
   if (f.has("missing")) e.missing = f.ints("missing", 0);
+  if (f.has("control")) e.control = control_from_json(f.object("control"));
   return e;
+}
+
+json to_json(const Control& c) {
+  return {{"reports_s", c.reports_s}, {"plan_s", c.plan_s}, {"daemon_s", c.daemon_s},
+          {"check_s", c.check_s}, {"total_s", c.total_s()}};
+}
+
+Control control_from_json(const Fields& f) {
+  return {f.number("reports_s", 0), f.number("plan_s", 0), f.number_or("daemon_s", 0, 0),
+          f.number("check_s", 0)};
 }
 
 json to_json(const TimingRecord& r) {

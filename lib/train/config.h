@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/optim/optimizer.h"
 #include "lib/optim/schedule.h"
 #include "lib/policy/plan.h"
@@ -51,6 +53,9 @@ struct Config : policy::Settings {
   std::string overlap = "auto";
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace
+  nlohmann::json synthetic;             // the cluster spec of --model synthetic as given,
+                                        // recorded in the trace header and the checkpoint's
+                                        // identity (null: a real model)
 };
 
 // The policy settings of a run on a training set of `train_samples` samples before

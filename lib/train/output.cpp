@@ -42,6 +42,7 @@ nlohmann::json epoch_json(const EpochResult& r) {
     j["busy"] = r.busy;
     j["busy_ideal_s"] = r.busy_ideal_s;
   }
+  if (r.control) j["control"] = trace::to_json(*r.control);
   return j;
 }
 
@@ -51,7 +52,7 @@ nlohmann::json Trainer::config_json() const {
   const Config& c = config_;
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
-  return trace::run_config(settings_of(c, train_.n), comm_.size(),
+  nlohmann::json config = trace::run_config(settings_of(c, train_.n), comm_.size(),
                            {{"model", c.model},
                             {"params", model_->param_count()},
                             {"hosts", hosts_},
@@ -64,6 +65,8 @@ nlohmann::json Trainer::config_json() const {
                             {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", waiting_}, {"update", c.update}, {"overlap", overlap_},
                             {"train_subset", subset_},
                             {"disturb", dist}});
+  if (!c.synthetic.is_null()) config["synthetic"] = c.synthetic;
+  return config;
 }
 
 void Trainer::print_header() const {

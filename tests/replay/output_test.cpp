@@ -114,7 +114,7 @@ TEST_CASE("Synth.Spec.NodeTypesAndChecks") {
   CHECK(error(R"({"epochs": 2})") ==
         "s.json: synthetic spec: give exactly one of 'nodes' and 'speeds'");
   CHECK(error(R"({"epochs": 2, "nodes": [{"count": 2}]})") ==
-        "s.json: nodes[0]: give exactly one of 'speed', 'throughput' and 'epoch_s'");
+        "s.json: nodes[0]: give exactly one of 'speed', 'throughput', 'epoch_s' and 'beta_s'");
   CHECK(error(R"({"epochs": 2, "speeds": [1, 1], "disturbances": [{"rank": 2, "factor": 2}]})") ==
         "s.json: disturbances[0]: field 'rank' must be an integer in [0, 1], got 2");
   CHECK(error(R"({"epochs": 2, "global_batch": 2, "speeds": [1, 1, 1]})") ==
