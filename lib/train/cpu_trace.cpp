@@ -11,12 +11,13 @@ namespace dbs::train {
 void Trainer::trace_cpu(std::int64_t epoch) {
   struct Sample {
     double cores = 0;          // 0 = no quota
+    double period_s = 0;       // the quota's period
     double throttled_s = 0;
     std::int64_t nr_throttled = 0;
     std::int64_t known = 0;    // 1 when read
   };
   Sample mine;
-  if (const auto q = read_cpu_quota()) mine = {q->cores, q->throttled_s, q->nr_throttled, 1};
+  if (const auto q = read_cpu_quota()) mine = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Sample> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
@@ -30,7 +31,8 @@ void Trainer::trace_cpu(std::int64_t epoch) {
     const Sample& s = all[static_cast<std::size_t>(r)];
     if (s.known == 0 || (s.cores == 0 && s.nr_throttled == 0)) continue;
     trace_->write(trace::to_json(
-        trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores, s.nr_throttled, s.throttled_s}));
+        trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores, s.nr_throttled,
+                         s.throttled_s, s.period_s}));
   }
 }
 
