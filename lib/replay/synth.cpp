@@ -1,5 +1,6 @@
 #include "lib/replay/synth.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -54,7 +55,7 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
   if (!nodes.is_array() || nodes.empty()) f.fail("'nodes' is not a non-empty array");
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Fields node(nodes[k], name + ": nodes[" + std::to_string(k) + "]");
-    node.only({"name", "count", "speed", "throughput", "epoch_s"});
+    node.only({"name", "count", "speed", "throughput", "epoch_s", "alpha_s"});
     NodeType t;
     t.name = node.string_or("name", "node" + std::to_string(k));
     t.count = static_cast<int>(node.integer_or("count", 1, 1, kMaxRanks));
@@ -66,6 +67,7 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
     if (node.has("epoch_s")) {
       t.throughput = static_cast<double>(n) / node.number("epoch_s", 1e-300, kHuge);
     }
+    t.alpha_s = node.number_or("alpha_s", 0, 0, kHuge);
     out.push_back(t);
   }
   return out;
@@ -175,6 +177,15 @@ Cluster cluster_of(const Spec& s) {
     for (std::vector<double>& v : c.base) {
       for (double& x : v) x *= std::exp(s.noise * normal(rng));
     }
+  }
+  std::vector<double> alpha;
+  for (const NodeType& t : s.nodes) alpha.insert(alpha.end(), t.count, t.alpha_s);
+  if (std::any_of(alpha.begin(), alpha.end(), [](double a) { return a > 0; })) {
+    // A fixed cost per step: the ranks report their work times, as the agent's do, so that
+    // dbs plans by its cost model and replay can fit the fixed cost back.
+    c.alpha.assign(c.base.size(), alpha);
+    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
+                                                                     Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
   }
   return c;
 }

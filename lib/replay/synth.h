@@ -13,11 +13,12 @@
 
 namespace dbs::replay {
 
-// `count` ranks of one kind, each computing `throughput` samples/s.
+// `count` ranks of one kind: a step of b samples costs one alpha_s + b / throughput seconds.
 struct NodeType {
   std::string name;
   int count = 1;
-  double throughput = 0;
+  double throughput = 0;  // samples/s: 1 / beta, the seconds a sample adds to a step
+  double alpha_s = 0;     // seconds of every step whatever its batch
 };
 
 struct Spec {
