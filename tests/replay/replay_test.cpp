@@ -230,6 +230,8 @@ TEST_CASE("Replay.BatchDependentCost.StaticTracePredictsTheDbsRun") {
   const Replay from_static = replay_of(cnn_like("static"), {"dbs", "static"});
   const Replay dbs_run = replay_of(cnn_like("dbs"));
   for (std::size_t i = 0; i < 2; ++i) CHECK(from_static.fit.ranks[i].sizes == 1);
+  CHECK(describe_ranks(from_static).find("one batch size: proportional assumed") !=
+        std::string::npos);
   const double predicted = from_static.results[0].total_s, recorded = dbs_run.recorded_total_s;
   MESSAGE("dbs predicted from the static trace " << predicted << " s, synthesized " << recorded
                                                  << " s");
@@ -239,4 +241,27 @@ TEST_CASE("Replay.BatchDependentCost.StaticTracePredictsTheDbsRun") {
   const Replay from_dbs = replay_of(cnn_like("dbs"), {"static"});
   const Replay static_run = replay_of(cnn_like("static"));
   CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run.recorded_total_s).epsilon(0.01));
+}
+
+TEST_CASE("Replay.BatchDependentCost.WhereTheTimeGoesAddsUp") {
+  const Replay r = replay_of(batch_dependent("static"), {"dbs", "static"});
+  const json j = json_summary(r);
+  for (const char* p : {"dbs", "static"}) {
+    CAPTURE(p);
+    const json& w = j.at(p).at("where");
+    const double sum = w.at("balanced_s").get<double>() + w.at("imbalance_s").get<double>() +
+                       w.at("exchange_s").get<double>() + w.at("overhead_s").get<double>();
+    CHECK(sum == doctest::Approx(j.at(p).at("total_s").get<double>()));
+    CHECK(w.at("imbalance_s").get<double>() >= -1e-9);
+  }
+  // Static leaves the fast nodes waiting: its imbalance is most of what dbs saves.
+  CHECK(j["static"]["where"]["imbalance_s"].get<double>() >
+        5 * j["dbs"]["where"]["imbalance_s"].get<double>());
+  const json& rec = j["static"]["recorded_where"];
+  CHECK(rec["imbalance_s"].get<double>() ==
+        doctest::Approx(j["static"]["where"]["imbalance_s"].get<double>()).epsilon(1e-4));
+  const std::string text = text_summary(r);
+  CHECK(text.find("where the time goes (s)  balanced  imbalance  exchange  overhead") !=
+        std::string::npos);
+  CHECK(html_report(r).find("Where the time goes: dbs") != std::string::npos);
 }
