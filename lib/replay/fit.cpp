@@ -134,6 +134,43 @@ double jitter_of(const Trace& trace, const Cluster& factors, std::size_t i) {
   return stats::median(std::move(rel));
 }
 
+// Per step: the least comm_s of the ranks (the last to arrive waits least) over the steps, the
+// median over the epochs.
+double least_comm(const Trace& trace, double steps) {
+  std::vector<double> per_epoch;
+  for (const EpochRecords& rec : trace.epochs) {
+    double least = rec.reports.front().comm_s;
+    for (const policy::Report& r : rec.reports) least = std::min(least, r.comm_s);
+    per_epoch.push_back(least / steps);
+  }
+  return stats::median(std::move(per_epoch));
+}
+
+// Scales c.jitter down (by bisection on one factor for all ranks) until the critical path of
+// the recorded plans fits in the recorded walls less the allreduce (fit.h).
+void fit_jitter(const Trace& trace, Cluster& c) {
+  if (c.jitter.empty()) return;
+  const auto steps = static_cast<double>(c.steps());
+  double budget = -least_comm(trace, steps) * steps * static_cast<double>(trace.epochs.size());
+  for (const EpochRecords& rec : trace.epochs) budget += rec.wall_s;
+  const std::vector<std::vector<double>> full = c.jitter;
+  const auto critical = [&](double scale) {
+    for (std::size_t e = 0; e < full.size(); ++e)
+      for (std::size_t i = 0; i < full[e].size(); ++i) c.jitter[e][i] = scale * full[e][i];
+    double sum = 0;
+    for (std::size_t k = 0; k < trace.epochs.size(); ++k)
+      sum += recorded_run(trace, c, CostModel{}, k).compute_s;
+    return sum;
+  };
+  if (critical(1.0) <= budget) return;
+  double lo = 0, hi = 1;
+  for (int k = 0; k < 30; ++k) {
+    const double mid = 0.5 * (lo + hi);
+    (critical(mid) <= budget ? lo : hi) = mid;
+  }
+  critical(lo);
+}
+
 bool has_work(const Trace& trace) {
   for (const EpochRecords& rec : trace.epochs)
     for (const policy::Report& r : rec.reports)
@@ -264,6 +301,7 @@ Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
         c.jitter[e][i] = jitter;
       }
     }
+    fit_jitter(trace, c);
   }
   // The median bias: the recorded median step rate over the one the model gives under the
   // recorded plans (1 where either is unknown).
@@ -288,20 +326,15 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   Fit f;
   const int world = cluster.world;
   const auto steps = static_cast<double>(cluster.steps());
-  std::vector<double> per_epoch;
   double wall = 0, critical = 0;
   for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
-    const EpochRecords& rec = trace.epochs[k];
-    double least = rec.reports.front().comm_s;
-    for (const policy::Report& r : rec.reports) least = std::min(least, r.comm_s);
-    per_epoch.push_back(least / steps);
     f.recorded_compute_s.push_back(recorded_run(trace, cluster, CostModel{}, k).compute_s);
-    wall += rec.wall_s;
+    wall += trace.epochs[k].wall_s;
     critical += f.recorded_compute_s.back();
   }
   // What the walls hold per step beyond the critical path; the allreduce cannot exceed it.
   const double unexplained = std::max(0.0, (wall - critical) / (steps * trace.epochs.size()));
-  f.measured_allreduce_s = std::min(stats::median(per_epoch), unexplained);
+  f.measured_allreduce_s = std::min(least_comm(trace, steps), unexplained);
   f.fitted_overhead_s = unexplained - f.measured_allreduce_s;
 
   CostModel& m = f.cost;
