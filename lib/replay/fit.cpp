@@ -41,13 +41,22 @@ void fill_unknown(std::vector<std::vector<double>>& v) {
   }
 }
 
-// The rank's slowdown factor over epoch e when it is the same at every step, else 0.
-double steady_factor(const Cluster& c, std::int64_t e, std::size_t i) {
-  const double first = c.base[static_cast<std::size_t>(e)][i] / rates_at(c, e, 0)[i];
-  for (const std::int64_t s : rate_changes(c, e)) {
-    if (c.base[static_cast<std::size_t>(e)][i] / rates_at(c, e, s)[i] != first) return 0.0;
+// [epoch][rank]: the rank's slowdown factor over the epoch when it is the same at every step,
+// else 0.
+std::vector<std::vector<double>> steady_factors(const Cluster& c) {
+  std::vector<std::vector<double>> out;
+  for (std::int64_t e = 0; e < c.epochs(); ++e) {
+    const std::vector<double>& base = c.base[static_cast<std::size_t>(e)];
+    std::vector<double> first = rates_at(c, e, 0);
+    for (std::size_t i = 0; i < first.size(); ++i) first[i] = base[i] / first[i];
+    for (const std::int64_t s : rate_changes(c, e)) {
+      const std::vector<double> v = rates_at(c, e, s);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (base[i] / v[i] != first[i]) first[i] = 0.0;
+    }
+    out.push_back(std::move(first));
   }
-  return first;
+  return out;
 }
 
 // Threads per rank from the header (its "threads", 0 or absent: 1).
@@ -80,14 +89,14 @@ void quotas(const Trace& trace, Cluster& c) {
 }
 
 // The shape a_i of every rank (fit.h): from its work points of at least kShapeSteps steps in
-// epochs where its slowdown factor is steady, divided by that factor.
-std::vector<RankFit> shapes(const Trace& trace, const Cluster& factors) {
-  std::vector<RankFit> out(static_cast<std::size_t>(factors.world));
+// epochs where its slowdown factor is steady (steady_factors), divided by that factor.
+std::vector<RankFit> shapes(const Trace& trace, const std::vector<std::vector<double>>& steady) {
+  std::vector<RankFit> out(static_cast<std::size_t>(trace.header.world));
   for (std::size_t i = 0; i < out.size(); ++i) {
     std::vector<policy::Sample> samples;
     std::map<int, int> sizes;
     for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
-      const double f = steady_factor(factors, static_cast<std::int64_t>(k), i);
+      const double f = steady[k][i];
       if (!(f > 0)) continue;
       for (const policy::CostPoint& p : trace.epochs[k].reports[i].work) {
         if (p.batch <= 0 || p.steps < kShapeSteps || !(p.mean_s > 0)) continue;
@@ -124,12 +133,12 @@ double work_ratio(const policy::Report& recorded, const policy::Report& model) {
 // relative standard deviation of its work at its main point (a slowdown that starts inside an
 // epoch makes two kinds of steps, not noise; an epoch with a one-off stall, or the first with
 // its start-up, has a far larger one that no other step shares); 0 when unknown.
-double jitter_of(const Trace& trace, const Cluster& factors, std::size_t i) {
+double jitter_of(const Trace& trace, const std::vector<std::vector<double>>& steady,
+                 std::size_t i) {
   std::vector<double> rel;
   for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
     const policy::CostPoint& p = trace.epochs[k].reports[i].work[0];
-    if (p.steps > 1 && p.mean_s > 0 && steady_factor(factors, static_cast<std::int64_t>(k), i) > 0)
-      rel.push_back(p.sd_s / p.mean_s);
+    if (p.steps > 1 && p.mean_s > 0 && steady[k][i] > 0) rel.push_back(p.sd_s / p.mean_s);
   }
   return stats::median(std::move(rel));
 }
@@ -261,7 +270,10 @@ Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
   Cluster unit = c;
   unit.held.clear();
   unit.base.assign(epochs, std::vector<double>(n, 1.0));
-  std::vector<RankFit> ranks = shapes(trace, unit);
+  const std::vector<std::vector<double>> steady =
+      work ? steady_factors(unit) : std::vector<std::vector<double>>{};
+  std::vector<RankFit> ranks =
+      work ? shapes(trace, steady) : std::vector<RankFit>(n);
   if (work) {
     unit.alpha.assign(epochs, std::vector<double>(n, 0.0));
     for (std::size_t e = 0; e < epochs; ++e)
@@ -295,7 +307,7 @@ Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
     c.alpha.assign(epochs, std::vector<double>(n, 0.0));
     c.jitter.assign(epochs, std::vector<double>(n, 0.0));
     for (std::size_t i = 0; i < n; ++i) {
-      const double jitter = c.held_share(i) == 0 ? jitter_of(trace, unit, i) : 0.0;
+      const double jitter = c.held_share(i) == 0 ? jitter_of(trace, steady, i) : 0.0;
       for (std::size_t e = 0; e < epochs; ++e) {
         c.alpha[e][i] = ranks[i].shape / c.base[e][i];
         c.jitter[e][i] = jitter;
