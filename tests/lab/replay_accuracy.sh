@@ -1,6 +1,6 @@
 # lab/experiments/replay_accuracy.py at tiny sizes: its option errors, one static-then-dbs pair
 # per workload this machine can run (the quota workload where CPU cgroups are writable, pytorch
-# where train.py writes traces), the records (each run's trace replayed under both policies),
+# besides where train.py writes traces), the records (each run's trace replayed under both policies),
 # the table, --replay-only and --report (figures are not judged: a study, not a test).
 source "$(dirname "$0")/../e2e/common.bash"
 STUDY=lab/experiments/replay_accuracy.py
@@ -19,6 +19,13 @@ if [ "$(id -u)" = 0 ] && [ -w "$CG/cgroup.procs" ] && [ -e "$CG/cpu.cfs_quota_us
   workloads+=,quota
 else
   echo "skip: the quota workload needs root and cgroup v1's cpu controller at $CG (not here)"
+fi
+if [[ $workloads == *quota* ]] && $PY -c 'import torch' 2>/dev/null && [ -d "$BUILD/python/dbs/torch" ] &&
+  PYTHONPATH=$BUILD/python $PY examples/pytorch/train.py --help 2>/dev/null | grep -q -- --trace; then
+  workloads+=,pytorch
+  export PET_MONITOR_INTERVAL=0.2  # torchrun looks at its ranks every 0.2 s, not 5 s
+else
+  echo "skip: the pytorch workload needs torch, $BUILD/python and train.py --trace"
 fi
 tiny=(--pairs 1 --epochs 2 --batch 64 --train-limit 256 --test-limit 64)
 $PY $STUDY --build "$BUILD" --out "$TMP/r.jsonl" --traces "$TMP/traces" --workloads "$workloads" \
