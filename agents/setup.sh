@@ -12,7 +12,7 @@ DBS_PACKAGES=(
   libtbb-dev libeigen3-dev nlohmann-json3-dev libboost-dev libcli11-dev zlib1g-dev doctest-dev
   libmunge-dev libssl-dev openssl
   dataset-fashion-mnist
-  time procps python3 curl
+  time procps python3 curl valgrind
   python3-torch pybind11-dev python3-pybind11
 )
 

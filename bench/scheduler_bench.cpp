@@ -7,13 +7,15 @@
 // Latency is from sending a report to receiving the plan made from it, so it includes waiting
 // for the job's other ranks.
 // Then it times the plan of one job of --plan-ranks ranks (the daemon's Job code, no sockets).
-#include <time.h>
-
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "bench/bench.h"
@@ -24,6 +26,7 @@
 #include "lib/net/asio.h"
 #include "lib/net/fd_limit.h"
 #include "lib/proto/codec.h"
+#include "lib/proto/protocol.h"
 #include "scheduler/serve/daemon.h"
 #include "scheduler/serve/job.h"
 
@@ -138,15 +141,45 @@ class Load {
         });
   }
 
+  // The ranks of a job receive one plan message each, alike up to the rank's own fields at the
+  // end (proto::PlanLines): the first of a plan is decoded in full, the others, when they begin
+  // with the same bytes, only for their rank and batch (the load generator's own cost is not
+  // what is measured). nullptr: not a plan.
+  const proto::PlanMsg* plan_of(Agent& a, std::string_view line) {
+    Seen& seen = seen_[a.job];
+    const std::size_t own = line.rfind(",\"rank\":");
+    if (own != std::string_view::npos && line.substr(0, own) == seen.head &&
+        own_fields(line.substr(own), seen.plan))
+      return &seen.plan;
+    const proto::Message m = proto::decode(line);
+    const auto* plan = std::get_if<proto::PlanMsg>(&m);
+    if (plan == nullptr) return nullptr;
+    seen.plan = *plan;
+    seen.head = own == std::string_view::npos ? "" : line.substr(0, own);
+    return &seen.plan;
+  }
+
+  // Reads `,"rank":R,"batch":B` at the start of a plan message's own fields into `plan`.
+  static bool own_fields(std::string_view s, proto::PlanMsg& plan) {
+    const auto number = [&s](std::string_view key, int& out) {
+      if (!s.starts_with(key)) return false;
+      const char* end = s.data() + s.size();
+      const auto [at, ec] = std::from_chars(s.data() + key.size(), end, out);
+      s.remove_prefix(static_cast<std::size_t>(at - s.data()));
+      return ec == std::errc();
+    };
+    return number(",\"rank\":", plan.rank) && number(",\"batch\":", plan.batch);
+  }
+
   void on_line(Agent& a, std::string_view line) {
-    proto::Message m;
+    const proto::PlanMsg* plan = nullptr;
     try {
-      m = proto::decode(line);
+      plan = plan_of(a, line);
     } catch (const Error& e) {
       return fail(e.what());
     }
-    const auto* plan = std::get_if<proto::PlanMsg>(&m);
-    if (plan == nullptr) return fail("daemon answered: " + std::string(line));
+    if (plan == nullptr || plan->rank != a.rank)
+      return fail("daemon answered: " + std::string(line));
     a.batch = plan->batch;
     if (!a.registered) {
       a.registered = true;
@@ -187,22 +220,22 @@ class Load {
   io_context& io_;
   tcp::endpoint daemon_;
   LoadOptions o_;
+  struct Seen {
+    std::string head;     // the last plan line decoded in full, up to its rank's own fields
+    proto::PlanMsg plan;  // what it decoded to, with the rank and batch of the last line read
+  };
   std::vector<std::unique_ptr<Agent>> agents_;
+  std::unordered_map<std::string, Seen> seen_;  // by job
   std::vector<double> latencies_;
   int registered_ = 0, finished_ = 0;
   Clock::time_point created_ = Clock::now(), load_start_, end_;
   std::string error_;
 };
 
-// CPU seconds the calling thread has used.
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 struct PlanTiming {
   double plan_ms = 0, encode_ms = 0;  // medians
+  double plan_cpu_ms = 0;             // median CPU time of the planning thread
+  double plan_allocations = 0;        // median allocations of one plan (policy + bookkeeping)
   std::size_t bytes = 0;              // the longest plan message (one rank's share)
 };
 
@@ -210,7 +243,7 @@ struct PlanTiming {
 // the plan messages (the plan's hash and every rank's share).
 PlanTiming time_plan(int ranks, int rounds) {
   scheduler::Job job("plan", ranks, config_of(ranks));
-  std::vector<double> plan_ms, encode_ms;
+  std::vector<double> plan_ms, encode_ms, plan_cpu_ms, plan_allocations;
   std::size_t bytes = 0;
   for (int e = 0; e < rounds; ++e) {
     for (int r = 0; r < ranks; ++r) {
@@ -218,16 +251,21 @@ PlanTiming time_plan(int ranks, int rounds) {
       rep.compute_s *= 1.0 + 0.01 * ((r * 7 + e * 3) % 5);  // noise, so plans keep changing
       job.add(rep);
     }
+    const double cpu0 = cpu_seconds();
+    const std::uint64_t allocs0 = thread_allocations();
     Stopwatch sw;
     const scheduler::EpochOutcome o = job.plan(30);
     job.commit(o);
     plan_ms.push_back(1000 * sw.seconds());
+    plan_cpu_ms.push_back(1000 * (cpu_seconds() - cpu0));
+    plan_allocations.push_back(static_cast<double>(thread_allocations() - allocs0));
     sw.reset();
     const proto::PlanLines lines("plan", o.plan);
     for (int r = 0; r < ranks; ++r) bytes = std::max(bytes, lines.line(r).size());
     encode_ms.push_back(1000 * sw.seconds());
   }
-  return {stats::median(plan_ms), stats::median(encode_ms), bytes};
+  return {stats::median(plan_ms), stats::median(encode_ms), stats::median(plan_cpu_ms),
+          stats::median(plan_allocations), bytes};
 }
 
 int run(const LoadOptions& o) {
@@ -246,9 +284,11 @@ int run(const LoadOptions& o) {
   so.max_jobs = static_cast<std::size_t>(o.agents);
   scheduler::Daemon daemon(so);
   double daemon_cpu_s = 0;
+  std::uint64_t daemon_allocations = 0;
   std::thread server([&] {
     daemon.run();
-    daemon_cpu_s = thread_cpu_s();
+    daemon_cpu_s = cpu_seconds();
+    daemon_allocations = thread_allocations();
   });
 
   io_context io(1);
@@ -264,7 +304,7 @@ int run(const LoadOptions& o) {
     io.stop();
   });
   io.run();
-  const double client_cpu_s = thread_cpu_s();
+  const double client_cpu_s = cpu_seconds();
   daemon.stop();
   server.join();
   if (late) throw CommError("load did not finish within " + std::to_string(o.max_seconds) + " s");
@@ -273,7 +313,8 @@ int run(const LoadOptions& o) {
   auto& lat = load.latencies();
   const double total = static_cast<double>(lat.size());
   const PlanTiming plan = time_plan(o.plan_ranks, 5);
-  nlohmann::json out = {{"agents", o.agents},
+  nlohmann::json out = {{"protocol_version", proto::kVersion},
+                        {"agents", o.agents},
                         {"world", o.world},
                         {"epoch_ms", o.epoch_ms},
                         {"jobs", (o.agents + o.world - 1) / o.world},
@@ -288,8 +329,12 @@ int run(const LoadOptions& o) {
                         {"max_ms", stats::quantile(lat, 1.0)},
                         {"daemon_cpu_us_per_report", 1e6 * daemon_cpu_s / total},
                         {"client_cpu_us_per_report", 1e6 * client_cpu_s / total},
+                        {"daemon_allocations_per_report",
+                         static_cast<double>(daemon_allocations) / total},
                         {"plan_ranks", o.plan_ranks},
                         {"plan_ms", plan.plan_ms},
+                        {"plan_cpu_ms", plan.plan_cpu_ms},
+                        {"plan_allocations", plan.plan_allocations},
                         {"plan_encode_ms", plan.encode_ms},
                         {"plan_message_bytes", plan.bytes}};
   std::printf("%s\n", out.dump(2).c_str());

@@ -56,16 +56,22 @@ int run_train(const TrainOptions& o) {
   ctx.training = true;
   ctx.sample_ids = b.ids.data();
   std::vector<double> step_s;
+  double cpu_s = 0;  // the process's CPU time over the timed steps, every thread
   for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const double cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     Stopwatch sw;
     model->loss_and_grads(b.x.data(), b.y.data(), o.batch, ctx);
     opt->step(model->params(), model->grads(), 1e-4, 1.0 / o.batch);
-    if (s >= o.warmup) step_s.push_back(sw.seconds());
+    if (s < o.warmup) continue;
+    step_s.push_back(sw.seconds());
+    cpu_s += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   }
   const double total = std::accumulate(step_s.begin(), step_s.end(), 0.0);
-  const double ips = o.batch * static_cast<double>(o.steps) / total;
+  const double images = o.batch * static_cast<double>(o.steps);
+  const double ips = images / total;
   const double gflops = ips * model->train_flops_per_sample() / 1e9;
-  const double peak = measure_peak_gflops(0.5);
+  const double cpu_gflops = images / cpu_s * model->train_flops_per_sample() / 1e9;
+  const Peak peak = measure_peak(0.5);
   nlohmann::json j = {
       {"bench", "train"},
       {"model", o.model},
@@ -78,8 +84,12 @@ int run_train(const TrainOptions& o) {
       {"step_ms_median", stats::median(step_s) * 1e3},
       {"train_mflop_per_sample", model->train_flops_per_sample() / 1e6},
       {"gflops", gflops},
-      {"peak_gflops_per_core", peak},
-      {"peak_fraction", gflops / (peak * limit.threads())},
+      {"peak_gflops_per_core", peak.gflops},
+      {"peak_fraction", gflops / (peak.gflops * limit.threads())},
+      // The same fraction per CPU second on both sides, which a busy machine moves less.
+      {"cpu_s", cpu_s},
+      {"peak_gflops_per_cpu_s", peak.cpu_gflops},
+      {"peak_fraction_cpu", cpu_gflops / peak.cpu_gflops},
   };
   std::puts(j.dump(2).c_str());
   return 0;

@@ -6,32 +6,41 @@ set -uo pipefail
 
 usage() {
   cat <<'EOF'
-usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --help]
+usage: tests/run.sh [--quick | --sanitize | --fuzz | --soak | --bench [OPTIONS] | --help]
   (none)      install, build build/, run the suites unit, mpi, e2e, python (the dbs package
-              with PyTorch), lab (dbs-lab's studies and report writers), docs and cluster
+              with PyTorch), lab (dbs-lab's studies and report writers), docs, bench (the
+              regression gate) and cluster
   --quick     the unit suite only
   --sanitize  the unit suite built with address + undefined sanitizers in build-sanitize/
   --fuzz      tests/fuzz/run.sh: the fuzz targets for a bounded time, counted as one test
   --soak      tests/soak/soak.py: the daemon under 5,000 hostile and busy connections while a
               2-rank job trains 20 epochs, three times: plain TCP with tokens, with tokens and
               munge credentials, and TLS (about 2-4 minutes), counted as one test
+  --bench     build build/, then bench/run.py: the headline benchmarks (engine, daemon load,
+              exchange, filter, replay; about 2 minutes on an idle machine), each figure printed
+              beside the committed record in docs/results/ with their ratio, changes beyond the
+              tolerance marked; records in out/bench/. OPTIONS go to bench/run.py: --runs N,
+              --only LIST, --save (append the records, regenerate the tables), --help
   --help      this text
 Single tests: meson test -C build --list, then meson test -C build NAME (or --suite SUITE);
 meson test -C build --suite quickstart runs the README's quick start as written (about 7 min).
 EOF
 }
 
-mode=all
-for arg in "$@"; do
+mode=all bench_args=()
+while [ $# -gt 0 ]; do
+  arg=$1
+  shift
   case $arg in
     -h | --help) usage; exit 0 ;;
-    --quick | --sanitize | --fuzz | --soak)
+    --quick | --sanitize | --fuzz | --soak | --bench)
       if [ "$mode" != all ]; then
-        echo "tests/run.sh: give one of --quick, --sanitize, --fuzz, --soak" >&2
+        echo "tests/run.sh: give one of --quick, --sanitize, --fuzz, --soak, --bench" >&2
         usage >&2
         exit 2
       fi
-      mode=${arg#--} ;;
+      mode=${arg#--}
+      if [ "$mode" = bench ]; then bench_args=("$@"); break; fi ;;
     *) echo "tests/run.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
   esac
 done
@@ -55,7 +64,15 @@ if [ "$mode" = fuzz ]; then
   exit
 fi
 
-dir=build suites=(unit mpi e2e python lab docs cluster) setup=()
+dir=build suites=(unit mpi e2e python lab docs bench cluster) setup=()
+if [ "$mode" = bench ]; then
+  for a in "${bench_args[@]}"; do  # its help needs no build
+    case $a in -h | --help) exec /usr/bin/python3 bench/run.py --help ;; esac
+  done
+  dbs_build build || { closing 0 1 0; exit; }
+  if /usr/bin/python3 bench/run.py "${bench_args[@]}"; then closing 1 0 0; else closing 0 1 0; fi
+  exit
+fi
 if [ "$mode" = soak ]; then
   dbs_build build || { closing 0 1 0; exit; }
   if python3 tests/soak/soak.py --build build; then closing 1 0 0; else closing 0 1 0; fi

@@ -34,10 +34,15 @@ void check_bounds(const policy::Settings& config);
 
 // "" when the agents would accept `plan` as the plan of `epoch` (0-based) of the job: every
 // rank's share (PlanLines::line) decodes, the shares assemble into one plan, and plan_mismatch
-// finds nothing in it. The daemon asserts this before
-// sending a plan.
+// finds nothing in it; else the first refusal, in decode's words where decode refuses a share.
+// The daemon asserts this before sending a plan. O(world): one share is decoded, the others
+// only where share_decodes says no.
 std::string plan_refusal(const policy::Plan& plan, std::int64_t epoch, int world,
                          const policy::Settings& config);
+
+// Whether decode accepts the fields that are rank `rank`'s own in its share of `plan` (batch,
+// offset, throughput), given that it accepts the fields all ranks share.
+bool share_decodes(const policy::Plan& plan, int rank);
 
 // Throws ProtocolError(invalid): "rank 2 out of range for a job of 2 ranks".
 void check_rank(int rank, int world);

@@ -118,25 +118,44 @@ std::string open_line(const char* type, const json& body) {
   return out + "," + fields.substr(1, fields.size() - 2);
 }
 
-// A plan message: what every rank of the plan receives alike, then the rank's own fields.
+// One value as open_line writes it: an invalid UTF-8 byte in a string becomes U+FFFD.
+std::string value(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A plan message: what every rank of the plan receives alike, then the rank's own fields. Both
+// are written a field at a time, as open_line writes an object (keys in byte order), without
+// building one: the daemon writes a head per plan and a tail per rank.
 std::string plan_head(const std::string& job, std::int64_t epoch, int world, int global_batch,
                       double predicted, double ideal, bool changed, const std::string& reason,
                       std::uint64_t hash) {
-  return open_line("plan", {{"job", job},
-                            {"epoch", epoch + 1},
-                            {"world", world},
-                            {"global_batch", global_batch},
-                            {"predicted_epoch_s", predicted},
-                            {"ideal_epoch_s", ideal},
-                            {"changed", changed},
-                            {"reason", reason},
-                            {"hash", hex(hash)}});
+  std::string out = open_line("plan", json::object());
+  out += changed ? ",\"changed\":true" : ",\"changed\":false";
+  out += ",\"epoch\":" + std::to_string(epoch + 1);
+  out += ",\"global_batch\":" + std::to_string(global_batch);
+  out += ",\"hash\":\"" + hex(hash) + "\"";
+  out += ",\"ideal_epoch_s\":" + value(ideal);
+  out += ",\"job\":" + value(job);
+  out += ",\"predicted_epoch_s\":" + value(predicted);
+  out += ",\"reason\":" + value(reason);
+  out += ",\"world\":" + std::to_string(world);
+  return out;
 }
 
-std::string plan_tail(int rank, int batch, int offset, double throughput) {
-  return ",\"rank\":" + std::to_string(rank) + ",\"batch\":" + std::to_string(batch) +
-         ",\"offset\":" + std::to_string(offset) + ",\"throughput\":" + json(throughput).dump() +
-         "}\n";
+// Appends the rank's own fields and the end of the line to `out`: at most kTailBytes (three
+// integers of up to 11 characters and a number of up to 24, with their keys).
+constexpr std::size_t kTailBytes = 128;
+
+void append_tail(std::string& out, int rank, int batch, int offset, double throughput) {
+  out += ",\"rank\":";
+  out += std::to_string(rank);
+  out += ",\"batch\":";
+  out += std::to_string(batch);
+  out += ",\"offset\":";
+  out += std::to_string(offset);
+  out += ",\"throughput\":";
+  out += value(throughput);
+  out += "}\n";
 }
 
 json body(const ErrorMsg& m) {
@@ -227,9 +246,10 @@ std::string encode(const Message& message) {
   return std::visit(
       [&message](const auto& m) -> std::string {
         if constexpr (std::is_same_v<std::decay_t<decltype(m)>, PlanMsg>) {
-          return plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
-                           m.ideal_epoch_s, m.changed, m.reason, m.hash) +
-                 plan_tail(m.rank, m.batch, m.offset, m.throughput);
+          std::string out = plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
+                                      m.ideal_epoch_s, m.changed, m.reason, m.hash);
+          append_tail(out, m.rank, m.batch, m.offset, m.throughput);
+          return out;
         } else {
           return open_line(type_of(message), body(m)) + "}\n";
         }
@@ -245,8 +265,12 @@ PlanLines::PlanLines(const std::string& job, policy::Plan plan)
 
 std::string PlanLines::line(int rank) const {
   const auto i = static_cast<std::size_t>(rank);
-  return head_ + plan_tail(rank, plan_.batch[i], plan_.offset[i],
-                           i < plan_.throughput.size() ? plan_.throughput[i] : 0.0);
+  std::string out;
+  out.reserve(head_.size() + kTailBytes);
+  out += head_;
+  append_tail(out, rank, plan_.batch[i], plan_.offset[i],
+              i < plan_.throughput.size() ? plan_.throughput[i] : 0.0);
+  return out;
 }
 
 std::string encode_error(ErrorCode code, const std::string& message) {

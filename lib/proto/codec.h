@@ -38,6 +38,7 @@ class PlanLines {
   PlanLines(const std::string& job, policy::Plan plan);
   std::string line(int rank) const;
   const policy::Plan& plan() const { return plan_; }
+  std::uint64_t hash() const { return hash_; }  // plan_hash(plan())
 
  private:
   policy::Plan plan_;

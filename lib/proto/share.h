@@ -29,6 +29,7 @@ struct Share {
   double throughput = 0;
   std::uint64_t hash = 0;  // 0: this rank holds no plan
   std::uint64_t head = 0;  // hash of the fields every rank receives alike
+  bool operator==(const Share&) const = default;
 };
 Share share_of(const PlanMsg& message);
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -273,6 +274,30 @@ TEST_CASE("Proto.PlanLines.WriteWhatEncodeWrites") {
   const dbs::policy::Plan p = sample_plan();
   const PlanLines lines("job-1", p);
   for (int r = 0; r < 2; ++r) CHECK(lines.line(r) == encode(share_of("job-1", p, r, plan_hash(p))));
+}
+
+TEST_CASE("Proto.PlanLines.WriteTheWireFormByteForByte") {
+  // Keys after "v" and "type" in byte order, then the rank's own four; numbers as nlohmann
+  // writes them; the reason escaped, raw UTF-8 kept and an invalid byte replaced by U+FFFD.
+  dbs::policy::Plan p;
+  p.epoch = 2;
+  p.global_batch = 4;
+  p.batch = {3, 1};
+  p.offset = {0, 3};
+  p.throughput = {3, 1.5};
+  p.predicted_epoch_s = 2.5;
+  p.ideal_epoch_s = 2.0;
+  p.changed = true;
+  p.reason = "rebalanced: \"x\" \xc3\xa9\x01\xff\\";
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(plan_hash(p)));
+  CHECK(PlanLines("job-1", p).line(1) ==
+        std::string(R"({"v":2,"type":"plan","changed":true,"epoch":3,"global_batch":4,"hash":")") +
+            hash +
+            R"(","ideal_epoch_s":2.0,"job":"job-1","predicted_epoch_s":2.5,)"
+            "\"reason\":\"rebalanced: \\\"x\\\" \xc3\xa9\\u0001\xef\xbf\xbd\\\\\","
+            R"("world":2,"rank":1,"batch":1,"offset":3,"throughput":1.5})"
+            "\n");
 }
 
 TEST_CASE("Proto.Reject.InconsistentPlanShares") {
