@@ -243,6 +243,42 @@ TEST_CASE("Replay.BatchDependentCost.StaticTracePredictsTheDbsRun") {
   CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run.recorded_total_s).epsilon(0.01));
 }
 
+namespace {
+
+// 64 ranks of four node types at 1, 0.75, 0.5 and 0.25 of 400 samples/s, every step of every
+// rank with a fixed cost of 0.1 s (40 to 10 samples' worth: unlike), the second type slowed x2
+// from the middle of the run (epoch 5 of 8), as `policy` runs them.
+std::string four_types(const std::string& policy) {
+  json spec = json::parse(R"({
+    "epochs": 8, "samples_per_epoch": 160000, "global_batch": 16000, "params": 10000,
+    "latency_s": 2e-5, "bandwidth": 1e9, "overhead_s": 0.001, "base_throughput": 400,
+    "nodes": [{"name": "a", "count": 16, "speed": 1, "alpha_s": 0.1},
+              {"name": "b", "count": 16, "speed": 0.75, "alpha_s": 0.1},
+              {"name": "c", "count": 16, "speed": 0.5, "alpha_s": 0.1},
+              {"name": "d", "count": 16, "speed": 0.25, "alpha_s": 0.1}],
+    "disturbances": [{"ranks": "16-31", "factor": 2, "from": 5}]})");
+  spec["policy"] = policy;
+  return synthesize(parse_spec(spec, "four-types.json"));
+}
+
+}  // namespace
+
+TEST_CASE("Replay.BatchDependentCost.SixtyFourRanksBothWays") {
+  const std::string static_trace = four_types("static"), dbs_trace = four_types("dbs");
+  const Replay from_static = replay_of(static_trace, {"dbs", "static"});
+  const Replay from_dbs = replay_of(dbs_trace, {"static", "dbs"});
+  const double dbs_run = replay_of(dbs_trace).recorded_total_s;
+  const double static_run = replay_of(static_trace).recorded_total_s;
+  MESSAGE("dbs predicted from the static trace " << from_static.results[0].total_s << " s, run "
+          << dbs_run << " s; static from the dbs trace " << from_dbs.results[0].total_s
+          << " s, run " << static_run << " s");
+  CHECK(from_static.results[0].total_s == doctest::Approx(dbs_run).epsilon(0.03));
+  CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run).epsilon(0.03));
+  CHECK(std::fabs(from_static.error()) < 1e-4);  // each under its own policy
+  CHECK(std::fabs(from_dbs.error()) < 1e-4);
+  CHECK(dbs_run < 0.7 * static_run);  // the question is worth asking: dbs gains much here
+}
+
 TEST_CASE("Replay.BatchDependentCost.WhereTheTimeGoesAddsUp") {
   const Replay r = replay_of(batch_dependent("static"), {"dbs", "static"});
   const json j = json_summary(r);
