@@ -47,9 +47,12 @@ for r in records:
     assert abs(sum(w.values()) - r["predicted_other_s"]) < 1e-6 * r["predicted_other_s"], w
     assert r["load_before"] >= 0, r
 PY
-grep -q "| sleep | static -> dbs |" "$TMP/table" || fail "no sleep row: $(cat "$TMP/table")"
-grep -q "| sleep | dbs -> static |" "$TMP/table" || fail "no reverse row: $(cat "$TMP/table")"
-grep -qE "^[0-9]+ of [0-9]+ rows within 3%" "$TMP/table" || fail "no verdict: $(cat "$TMP/table")"
+grep -q "| CNN, rank 1 slowed ×3 (sleep) | static → dbs | 1 |" "$TMP/table" ||
+  fail "no sleep row: $(cat "$TMP/table")"
+grep -q "| CNN, rank 1 slowed ×3 (sleep) | dbs → static | 1 |" "$TMP/table" ||
+  fail "no reverse row: $(cat "$TMP/table")"
+grep -qE "^[0-9]+ of [0-9]+ predictions meet both targets" "$TMP/table" ||
+  fail "no verdict: $(cat "$TMP/table")"
 $PY $STUDY --report "$TMP/r.jsonl" >"$TMP/again" || fail "--report failed"
 diff "$TMP/table" "$TMP/again" || fail "--report prints another table"
 $PY $STUDY --replay-only --build "$BUILD" --out "$TMP/r.jsonl" >"$TMP/replayed" ||
