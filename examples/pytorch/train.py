@@ -2,15 +2,18 @@
 """Fashion-MNIST with PyTorch DDP and dbs.torch: the seed CNN (conv 32/128/256, dense
 1000/100/10), Adam, the global batch split across the ranks by the dbs policy.
 
-Run one process per rank with torchrun or srun (gloo backend, CPU):
-  PYTHONPATH=build/python /usr/bin/torchrun --standalone --nproc_per_node 2 \\
-      --redirects 1 --tee 1 examples/pytorch/train.py --epochs 3 --train-limit 6000 \\
+Run one process per rank with torchrun or srun (gloo backend, CPU), with the build's
+dbs-env.sh sourced (". build/dbs-env.sh": dbs importable, DBS_ROOT the checkout):
+  /usr/bin/torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 \\
+      "$DBS_ROOT"/examples/pytorch/train.py --epochs 3 --train-limit 6000 \\
       --policy dbs --disturb rank=1,factor=3 --summary out/pytorch.json
 (--redirects 1 --tee 1: Debian 12's torchrun fails on its own default of 0.)
 --policy static is plain DDP with DistributedSampler's equal split (no dbs), for comparison.
 --scheduler HOST:PORT --job ID --token-file KEY: the plans come from dbs-scheduler serve, the
 embedded policy planning any epoch whose daemon plan is not usable (docs/guides/pytorch.md);
 --tls-ca CA.pem speaks TLS to it, --auth munge proves the user's uid instead of a job key.
+--checkpoint FILE saves the run after every epoch, --resume continues it; --trace FILE records
+the run for dbs-scheduler replay, under every policy.
 """
 
 import argparse
@@ -33,6 +36,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import dbs
 import dbs.torch
 from dbs.torch.hook import StepTimer
+from dbs.torch.trace import Recorder, run_config
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -41,9 +45,9 @@ def options(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        epilog="example: PYTHONPATH=build/python /usr/bin/torchrun --standalone "
-               "--nproc_per_node 2 --redirects 1 --tee 1 examples/pytorch/train.py --epochs 2 "
-               "--train-limit 6000 --policy dbs --disturb rank=1,factor=3 "
+        epilog="example (with BUILD/dbs-env.sh sourced): /usr/bin/torchrun --standalone "
+               "--nproc_per_node 2 --redirects 1 --tee 1 \"$DBS_ROOT\"/examples/pytorch/train.py "
+               "--epochs 2 --train-limit 6000 --policy dbs --disturb rank=1,factor=3 "
                "--summary out/pytorch.json")
     p.add_argument("--epochs", type=int, default=3, help="epochs to train")
     p.add_argument("--batch", type=int, default=128, help="global batch (all ranks together)")
@@ -81,6 +85,15 @@ def options(argv=None):
     p.add_argument("--disturb", action="append", default=[],
                    help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
     p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
+    p.add_argument("--trace", default="",
+                   help="write the run's trace here (rank 0; dbs-agent's format, for "
+                        "dbs-scheduler replay), under every policy, static included")
+    p.add_argument("--checkpoint", default="",
+                   help="after every epoch rank 0 saves the model, the optimizer, the Balancer's "
+                        "state and the summary so far to this file (torch.save)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from --checkpoint at the epoch after the saved one (no file "
+                        "there: start afresh)")
     p.add_argument("--data", default=DATA, help="folder of the Fashion-MNIST *-idx?-ubyte.gz files")
     return p.parse_args(argv)
 
@@ -173,12 +186,21 @@ def evaluate(model, test, rank, world):
 
 class StaticTiming:
     """--policy static: DDP's own mean allreduce, each step timed for the summary as dbs.torch
-    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown)."""
+    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown). With
+    --trace it records the run as the Balancer records its own: the plans of the library's
+    static policy (the equal split), each rank's report from its steps. plan: the plan in force
+    (a resumed run's, as a checkpoint keeps it; None = the first epoch's)."""
 
-    def __init__(self, ddp, slowdown):
+    def __init__(self, ddp, slowdown, args, samples, plan=None):
         self.timer, self.slowdown = StepTimer(), slowdown
         ddp.register_forward_pre_hook(self.pre)
         ddp.register_comm_hook(None, self.hook)
+        settings = dbs.Settings()
+        settings.policy, settings.global_batch, settings.samples_per_epoch = "static", args.batch, samples
+        self.policy = dbs._dbs.make_policy(settings, dist.get_world_size())
+        self.plan = dbs.Plan.from_json(plan) if plan else self.policy.initial()
+        self.trace = Recorder(args.trace)
+        self.trace.open(settings, self.plan, run_config(ddp, seed=args.seed), append=bool(plan))
 
     def pre(self, module, inputs):
         if module.training and torch.is_grad_enabled():
@@ -196,6 +218,50 @@ class StaticTiming:
         self.timer.allreduced(step)
         return fut.value()
 
+    def end_epoch(self, epoch):
+        """Every rank's dbs.Report of the epoch, and this rank's work seconds; the trace's
+        records of it and the next plan written."""
+        rank, world = dist.get_rank(), dist.get_world_size()
+        timing = self.timer.epoch()
+        mine = dbs._dbs.make_report(rank, epoch, self.plan.batch[rank], self.timer.take())
+        every = [None] * world
+        dist.all_gather_object(every, mine.to_json())
+        reports = [dbs.Report.from_json(r) for r in every]
+        self.plan = self.policy.next(self.plan, reports)
+        self.trace.epoch(reports, timing, self.plan, "embedded")
+        return reports, timing["work_s"]
+
+
+def save_checkpoint(path, args, ddp, opt, balancer, static, rows):
+    """After an epoch, rank 0 saves what --resume needs (atomically: the file is whole or the
+    previous one): the model, the optimizer, every rank's RNG state, where the run is (the
+    Balancer's state_dict, or the static plan) and the summary's rows so far."""
+    rng = [None] * dist.get_world_size()
+    dist.all_gather_object(rng, torch.get_rng_state())
+    if dist.get_rank() == 0:
+        snapshot = {"policy": args.policy, "world": dist.get_world_size(), "epochs": rows,
+                    "model": ddp.module.state_dict(), "optimizer": opt.state_dict(), "rng": rng,
+                    "balancer": balancer.state_dict() if balancer else None,
+                    "plan": None if balancer else static.plan.to_json()}
+        torch.save(snapshot, path + ".tmp")
+        os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path, args, ddp, opt):
+    """--resume: the checkpoint at `path` (None when there is none) loaded into the model and
+    the optimizer, this rank's RNG state restored."""
+    if not os.path.exists(path):
+        return None
+    snapshot = torch.load(path)
+    for key, mine in (("policy", args.policy), ("world", dist.get_world_size())):
+        if snapshot[key] != mine:
+            raise ValueError(f"--resume: {path} is of a run with {key} {snapshot[key]!r}, this "
+                             f"run has {mine!r}")
+    ddp.module.load_state_dict(snapshot["model"])
+    opt.load_state_dict(snapshot["optimizer"])
+    torch.set_rng_state(snapshot["rng"][dist.get_rank()])
+    return snapshot
+
 
 def main(args):
     rank, world, _ = dbs.torch.init_process_group("gloo")
@@ -207,14 +273,18 @@ def main(args):
     if args.scheduler and args.policy == "static":
         raise ValueError("--scheduler: --policy static is plain DDP without dbs, no daemon "
                          "plans it")
-    if rank == 0 and args.summary:  # a bad --summary fails before training, not after
-        os.makedirs(os.path.dirname(os.path.abspath(args.summary)), exist_ok=True)
+    if args.resume and not args.checkpoint:
+        raise ValueError("--resume needs --checkpoint FILE, the file to continue from")
+    for path in (args.summary, args.checkpoint):  # a bad path fails before training, not after
+        if rank == 0 and path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     torch.manual_seed(args.seed)
     train = fashion_mnist(args.data, "train", args.train_limit)
     test = fashion_mnist(args.data, "t10k", args.test_limit)
     slowdown = Slowdown(args.disturb, rank, world)
     ddp = DistributedDataParallel(SeedCNN())
     opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
+    saved = load_checkpoint(args.checkpoint, args, ddp, opt) if args.resume else None
 
     if args.policy == "static":
         if args.batch % world:
@@ -222,7 +292,8 @@ def main(args):
                              f"{world} ranks")
         sampler = DistributedSampler(train, world, rank, shuffle=True, seed=args.seed)
         loader = DataLoader(train, batch_size=args.batch // world, sampler=sampler)
-        timing, balancer, steps = StaticTiming(ddp, slowdown), None, len(loader)
+        timing = StaticTiming(ddp, slowdown, args, len(train), saved and saved["plan"])
+        balancer, steps = None, len(loader)
     else:
         balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
                                       seed=args.seed, rebalance_every=args.rebalance_every,
@@ -231,16 +302,20 @@ def main(args):
                                       scheduler_timeout=args.scheduler_timeout,
                                       scheduler_connect_timeout=args.scheduler_connect_timeout,
                                       tls_ca=args.tls_ca, auth=args.auth,
-                                      munge_socket=args.munge_socket)
+                                      munge_socket=args.munge_socket, trace=args.trace)
+        if saved:
+            balancer.load_state_dict(saved["balancer"])
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)
         steps = balancer.steps_per_epoch
 
-    epochs = []
+    epochs = saved["epochs"] if saved else []  # the summary's rows, a resumed run's included
+    if rank == 0 and saved:
+        print(f"resumed from {args.checkpoint} at epoch {len(epochs) + 1}", flush=True)
     overhead = 0.0  # balancer.overhead_s at the start of the epoch
-    for epoch in range(args.epochs):
+    for epoch in range(len(epochs), args.epochs):
         sampler.set_epoch(epoch)
-        batch = list(balancer.plan.batch) if balancer else [args.batch // world] * world
+        batch = list(balancer.plan.batch if balancer else timing.plan.batch)
         dist.barrier()
         start = time.perf_counter()
         if not balancer:
@@ -254,23 +329,19 @@ def main(args):
         dist.barrier()
         wall = time.perf_counter() - start
         if balancer:
-            reports = balancer.end_epoch()
-            mine = (reports[rank].samples, reports[rank].compute_s, balancer.work_s())
+            reports, work = balancer.end_epoch(), balancer.work_s()
             dbs_cpu = [None] * world  # per rank, thread CPU s of dbs.torch's code this epoch
             dist.all_gather_object(dbs_cpu, balancer.overhead_s - overhead)
             overhead = balancer.overhead_s
         else:
-            steps_done = timing.timer.take()
-            mine = (sum(s[0] for s in steps_done), sum(s[3] for s in steps_done),
-                    sum(s[1] for s in steps_done))
-        every = [None] * world  # per rank: (samples, compute s, work s) of the epoch
-        dist.all_gather_object(every, mine)
-        throughput = [n / t if t > 0 else 0.0 for n, t, _ in every]
-        busy = [w for _, _, w in every]
-        samples = sum(n for n, _, _ in every)
+            reports, work = timing.end_epoch(epoch)
+        busy = [None] * world  # per rank, work s of the epoch
+        dist.all_gather_object(busy, work)
+        throughput = [r.throughput() for r in reports]
+        samples = sum(r.samples for r in reports)
         # as dbs-agent's busy_ideal_s: the epoch at the best split for the ranks' work rates
         # (samples over work seconds: loading, forward + backward, the optimizer update)
-        rates = sum(n / w for n, _, w in every if w > 0)
+        rates = sum(r.samples / w for r, w in zip(reports, busy) if w > 0)
         acc = evaluate(ddp, test, rank, world)
         row = {"epoch": epoch + 1, "wall_s": wall, "batch": batch, "throughput": throughput,
                "busy_s": busy, "busy_ideal_s": samples / rates if rates > 0 else 0.0,
@@ -286,9 +357,14 @@ def main(args):
             if args.scheduler:
                 print(f"plan of epoch {epoch + 2}: {list(balancer.plan.batch)} from "
                       f"{balancer.source}", flush=True)
+        if args.checkpoint:
+            save_checkpoint(args.checkpoint, args, ddp, opt, balancer,
+                            None if balancer else timing, epochs)
 
     if balancer:
         balancer.close(done=True)
+    else:
+        timing.trace.close()
     if rank == 0 and args.summary:
         summary = {"policy": args.policy, "world": world, "global_batch": args.batch,
                    "train_samples": len(train), "test_samples": len(test), "threads": args.threads,

@@ -1,9 +1,10 @@
 // dbs._dbs: the one binding of the library for Python (dbs.torch and tests use it). Settings,
 // Plan and Report with their JSON forms, the step rule (step_batch, offsets_of), the epoch
 // permutation of lib/data, the planner (embedded, or the daemon's over plain TCP or TLS with a
-// job key or munge: make_planner) and dbs-agent's --disturb spec; Python never re-derives any
-// of them.
-// dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError / CommError.
+// job key or munge: make_planner), dbs-agent's --disturb spec, and (trace.cpp) the trace writer
+// and the pure policies; Python never re-derives any of them.
+// dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError (also a
+// ValueError) / CommError.
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
@@ -175,14 +176,30 @@ JobPlanner make_planner(const Settings& settings, int rank, int world, py::funct
 
 }  // namespace
 
+void bind_trace(py::module_& m);  // trace.cpp: TraceWriter, Policy, make_policy
+
 PYBIND11_MODULE(_dbs, m) {
   m.doc() = "The dbs library: plans, reports, the step rule, the epoch permutation, planners.";
 
-  // Translators run newest first: the base type is registered first so that it catches last.
+  // The exception family of dbs in Python (dbs.PlanError, in dbs/__init__.py, is the fifth).
+  // ConfigError is also a ValueError: the bad arguments Python code raises ValueError for, so
+  // `except ValueError` catches them as it would in any library. Translators run newest first:
+  // the base type is registered first so that it catches last.
   static py::exception<dbs::Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<dbs::InputError> input_error(m, "InputError", error.ptr());
-  static py::exception<dbs::ConfigError> config_error(m, "ConfigError", error.ptr());
+  static py::exception<dbs::ConfigError> config_error(
+      m, "ConfigError", py::make_tuple(error, py::handle(PyExc_ValueError)));
   static py::exception<dbs::CommError> comm_error(m, "CommError", error.ptr());
+  error.attr("__doc__") = "The base of every error dbs raises (a RuntimeError).";
+  input_error.attr("__doc__") =
+      "A file, field or message from outside is bad (a trace, a plan, a report): the message "
+      "names it; stop using that input.";
+  config_error.attr("__doc__") =
+      "A bad setting, or a call the script must change: an argument or environment variable, "
+      "ranks that disagree, a state_dict of another run, epochs out of order. Raised on every "
+      "rank before training goes on; fix the script and start again. Also a ValueError.";
+  comm_error.attr("__doc__") =
+      "The ranks' collectives failed (a peer or the network): the job cannot go on.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -335,4 +352,5 @@ PYBIND11_MODULE(_dbs, m) {
         "or auth (the rank at fault names the argument).");
   m.def("munge_built", &dbs::api::munge_built,
         "Whether this dbs was built with munge (auth='munge' needs it).");
+  bind_trace(m);
 }

@@ -47,8 +47,9 @@ class SocketClient {
     return true;
   }
 
-  // The next line (without '\n'), or nothing on close or after `seconds`.
-  std::optional<std::string> line(double seconds = 5) {
+  // The next line (without '\n'), or nothing on close or after `seconds` (long enough for a
+  // machine loaded far beyond its cores; a line that is due arrives long before).
+  std::optional<std::string> line(double seconds = 30) {
     const auto end = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(seconds));
@@ -67,7 +68,7 @@ class SocketClient {
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
   // True when the server closes the connection within `seconds` (lines before it are dropped).
-  bool closed_within(double seconds = 5) {
+  bool closed_within(double seconds = 30) {
     const auto end = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(seconds));

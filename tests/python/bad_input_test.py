@@ -2,7 +2,12 @@
 case bounded by a timeout; train.py exits non-zero, the Balancer raises on every rank), for: a
 plan whose world differs from WORLD_SIZE, ranks disagreeing on the settings, a dataset smaller
 than the global batch, a fixed: spec of the wrong length, a --disturb rank outside the job, and
-the package without its built extension. The same with plans from a daemon (dbs-scheduler
+the package without its built extension. Every bad setting of the Balancer is one
+dbs.ConfigError, also a ValueError; so are the calls out of order a converted script can make:
+set_epoch of an epoch the run is not at (a resumed loop started at the saved epoch; the
+message says to start at balancer.epoch), state_dict between an epoch's last step and its end,
+a training step fed by DDP's own loader beside the Balancer (the message names
+batch_sampler=balancer.sampler). The same with plans from a daemon (dbs-scheduler
 serve on loopback), and what only the daemon path has: --scheduler (scheduler=) without --job,
 a bad address, ranks naming different jobs, a job key missing on one rank only. (A daemon's
 plan of another job, which raises dbs.PlanError on every rank, needs a fake daemon:
@@ -61,8 +66,19 @@ rc, stdout, stderr = harness.ranks(WORKER, "bad", timeout=120)
 harness.check(rc == 0, f"worker.py bad: exit {rc}"
               + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
 check_each(stdout, [
-    ("world-plan", "ValueError: dbs.torch: the state_dict's plan is for 3 ranks, WORLD_SIZE is 2"),
-    ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64")], "")
+    ("world-plan", "ConfigError: dbs.torch: the state_dict's plan is for 3 ranks, WORLD_SIZE is 2"),
+    ("disagree", "ConfigError: dbs.torch.Balancer: ranks disagree on the settings: rank 1 has "
+                 "settings.global_batch=64"),
+    ("small-dataset", "ConfigError: dbs.torch.Balancer: the dataset has 100 samples, fewer than "
+                      "global_batch 128"),
+    ("set-epoch", "ConfigError: dbs.torch: set_epoch(0) but the run is at epoch 1 (0-based; step "
+                  "0 of 4): epochs run in order, each once; after load_state_dict the loop "
+                  "starts at balancer.epoch"),
+    ("state-before-end", "ConfigError: dbs.torch: state_dict after the last step of epoch 0 but "
+                         "before its end: call balancer.end_epoch()"),
+    ("loader-bypass", "ConfigError: dbs.torch: a training forward of step 0 of epoch 0, whose "
+                      "samples the Balancer's sampler did not give: the DataLoader must take "
+                      "them from it, DataLoader(dataset, batch_sampler=balancer.sampler)")], "")
 
 with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tmp) as daemon:
     # train.py with a daemon: its own check, and one of the library's through the CLI.
@@ -81,13 +97,15 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-bad-") as tmp, harness.Daemon(tm
     harness.check(rc == 0, f"worker.py bad-daemon: exit {rc}"
                   + ("" if rc == 0 else f"\n{stdout[-2000:]}\n{stderr[-3000:]}"))
     check_each(stdout, [
-            ("world-plan", "ValueError: dbs.torch: the state_dict's plan is for 3 ranks"),
-            ("disagree", "ranks disagree on the settings: rank 1 has settings.global_batch=64"),
-            ("small-dataset", "the dataset has 100 samples, fewer than global_batch 128"),
+            ("world-plan", "ConfigError: dbs.torch: the state_dict's plan is for 3 ranks"),
+            ("disagree", "ConfigError: dbs.torch.Balancer: ranks disagree on the settings: rank "
+                         "1 has settings.global_batch=64"),
+            ("small-dataset", "ConfigError: dbs.torch.Balancer: the dataset has 100 samples"),
             ("fixed-length", "ConfigError: policy 'fixed:100,20,8': 3 sizes for 2 ranks"),
-            ("no-job", "ValueError: dbs.torch.Balancer: scheduler needs job"),
+            ("no-job", "ConfigError: dbs.torch.Balancer: scheduler needs job"),
             ("bad-address", "ConfigError: --scheduler 'localhost': no host or no port"),
-            ("job-disagree", "rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
+            ("job-disagree", "ConfigError: dbs.torch.Balancer: ranks disagree on the settings: "
+                             "rank 1 has job='py-bad-1', rank 0 job='py-bad-0'"),
             ("token-one-rank", "ConfigError: token file /nonexistent/job.key: No such file")],
         " with a daemon")
     lines = [line for line in stdout.splitlines() if "token-one-rank:" in line]

@@ -215,6 +215,74 @@ class Daemon:
         self.kill()
 
 
+def guide_blocks(page, test, fence="sh"):
+    """The ```{fence} blocks of `page` (a path from the source root) whose "<!-- covered by:
+    ... -->" note names `test` (e.g. tests/python/guide_test.py), in order."""
+    lines = open(os.path.join(ROOT, page)).read().split("\n")
+    blocks = []
+    for i, line in enumerate(lines):
+        if line.strip() != "```" + fence:
+            continue
+        k = i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        note = lines[k].strip() if k >= 0 else ""
+        if note.startswith("<!-- covered by:") and test in note:
+            end = lines.index("```", i + 1)
+            blocks.append("\n".join(lines[i + 1:end]))
+    return blocks
+
+
+def python_block(page, name):
+    """The ```python block of `page` that begins with the line "# NAME" (e.g. "# my_ddp.py")."""
+    text = open(os.path.join(ROOT, page)).read()
+    for block in text.split("```python\n")[1:]:
+        block = block.split("```")[0]
+        if block.split("\n", 1)[0].split(":")[0] == "# " + name:
+            return block
+    fail(f"{page} has no python block beginning with '# {name}'")
+
+
+def shell(block, cwd, env, timeout=600):
+    """Runs a shell block as a user's shell would (bash -euo pipefail) in cwd, in a session of
+    its own: whatever it left running (a daemon started with &) is killed once bash ends.
+    Returns (returncode, stdout, stderr); a block past `timeout` seconds fails the test."""
+    # Output to files, not pipes: a process left running holds them open after bash ends.
+    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    p = subprocess.Popen(["bash", "-euo", "pipefail", "-c", block], cwd=cwd, env=env, text=True,
+                         stdout=stdout, stderr=stderr, start_new_session=True)
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    hung = p.returncode is None
+    p.wait()
+    stdout.seek(0)
+    stderr.seek(0)
+    out, err = stdout.read(), stderr.read()
+    stdout.close()
+    stderr.close()
+    if hung:
+        fail(f"no end after {timeout} s (a hang):\n{block}\n{err[-3000:]}")
+    return p.returncode, out, err
+
+
+def user_env(home):
+    """The environment of a user's shell that sourced this build's dbs-env.sh as the PyTorch
+    guide says (from another folder than the checkout), with HOME at `home`: no PYTHONPATH
+    of the test's own, torch on 1 thread."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DBS_ROOT")}
+    env.update(HOME=home, OMP_NUM_THREADS="1")
+    source = f". {os.path.join(BUILD, 'dbs-env.sh')} && env -0"
+    out = subprocess.run(["bash", "-c", source], env=env, cwd=home, capture_output=True,
+                         check=True).stdout.decode()
+    return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+
+
 def fail(message):
     print(f"FAIL: {message}")
     sys.exit(1)

@@ -3,7 +3,9 @@ from the end of the previous step's allreduce (for an epoch's first step, from b
 end of its backward, so it holds the optimizer update and the batch loading and leaves out the
 allreduce; compute is forward + backward alone; an allreduce bucket that completes before the
 end of backward changes nothing; an excluded re-plan is not work; on a rank held to a CPU
-quota, work is the larger of wall time and CPU time over the quota."""
+quota, work is the larger of wall time and CPU time over the quota. epoch() sums an epoch's
+steps for the trace's timing record, its wall and CPU time running from the first step's
+window to the end of the last step."""
 
 import os
 import sys
@@ -58,7 +60,15 @@ t.exclude(2.0, 0.0)          # an in-epoch re-plan's collectives inside the wind
 clock.run(2.0, 0.0)
 t.forward(40)
 clock.run(1.0)
-t.backward_done(slowdown=lambda compute: 0.0)
+t.backward_done(slowdown=lambda compute: 0.001)  # sleeps 1 ms of real time, none of clock's
+epoch = t.epoch()
+harness.check(epoch["steps"] == 3 and near(epoch["wall_s"], 6.95)
+              and near(epoch["process_cpu_s"], 3.75) and near(epoch["work_s"], 3.75)
+              and near(epoch["comm_s"], 1.2) and near(epoch["compute_s"], 3.0)
+              and near(epoch["sleep_s"], 0.001),
+              f"the epoch's figures: wall from the first window's opening to the last step's "
+              f"end (6.95 s), process CPU over it (3.75 s), work, allreduce, compute and the "
+              f"slowdown's sleep summed: {epoch}")
 steps = t.take()
 harness.check(len(steps) == 3 and t.count == 3, f"three steps recorded: {steps}")
 (n0, w0, c0, f0), (n1, w1, c1, f1), (n2, w2, c2, f2) = steps
@@ -72,7 +82,8 @@ harness.check(near(w1, 1.3) and near(f1, 1.0) and near(c1, 0.5),
               f"{w1}, compute {f1}, allreduce {c1}")
 harness.check(near(w2, 1.25) and near(f2, 1.0),
               f"third step: the excluded re-plan is not work (1.25 s): got work {w2}")
-harness.check(t.take() == [] and t.count == 3, "take() forgets the steps, count stays")
+harness.check(t.take() == [] and t.count == 3 and t.epoch()["steps"] == 0
+              and t.epoch()["sleep_s"] == 0, "take() forgets the steps, count stays")
 
 q = StepTimer(quota_cores=0.5, clock=clock)  # held to half a core
 q.begin()

@@ -5,11 +5,15 @@
   worker.py run  LOG EPOCHS [STOP_EPOCH STOP_STEP STATE] [--resume STATE]
                                    policy dbs; logs every step's indices per rank; stops
                                    after step STOP_STEP of epoch STOP_EPOCH saving state_dict
-  worker.py bad                    every case of BAD_EMBEDDED in turn (world-plan, disagree),
-                                   planned by the embedded policy; prints "CASE: Type: message"
-                                   for each exception and goes on with the next case
+  worker.py bad                    every case of BAD_EMBEDDED in turn, planned by the embedded
+                                   policy; prints "CASE: Type: message" for each exception
+                                   (Type followed by "(not a ValueError)" where it is not one)
+                                   and goes on with the next case
   worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn the same way, planned by
                                    the daemon at HOST:PORT (job py-bad)
+  worker.py trace POLICY PATH      Balancer(policy=POLICY, trace=PATH), 3 epochs; a
+                                   dbs.ConfigError of the constructor printed as "trace: Type:
+                                   message" (exit 0)
   worker.py foreign HOST:PORT EPOCHS
                                    job py-foreign planned by the (fake) daemon at HOST:PORT:
                                    prints "epoch E: Type: message" for an exception of
@@ -24,7 +28,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import dbs.torch
 
@@ -133,11 +137,40 @@ def bad(case, scheduler=""):
     elif case == "token-one-rank":  # rank 1's node lacks the job key
         key = "" if rank == 0 else "/nonexistent/job.key"
         dbs.torch.Balancer(ddp, N, B, seed=5, token_file=key, **daemon)
+    elif case == "set-epoch":  # resumed after epoch 0, the loop restarted at the saved epoch
+        bal = dbs.torch.Balancer(ddp, N, B, seed=5, **daemon)
+        train_epoch(ddp, bal, DataLoader(data(), batch_sampler=bal.sampler))
+        bal.end_epoch()
+        state = bal.state_dict()
+        again = dbs.torch.Balancer(DistributedDataParallel(model()), N, B, seed=5, **daemon)
+        again.load_state_dict(state)
+        again.set_epoch(0)
+    elif case == "state-before-end":  # the epoch's steps done, its end not reported
+        bal = dbs.torch.Balancer(ddp, N, B, seed=5, **daemon)
+        train_epoch(ddp, bal, DataLoader(data(), batch_sampler=bal.sampler))
+        bal.state_dict()
+    elif case == "loader-bypass":  # DDP's usual loader kept beside the Balancer
+        bal = dbs.torch.Balancer(ddp, N, B, seed=5, **daemon)
+        train = data()
+        train_epoch(ddp, bal, DataLoader(train, batch_size=B // dist.get_world_size(),
+                                         sampler=DistributedSampler(train)))
     else:
         raise SystemExit(f"worker.py: unknown case {case}")
 
 
-BAD_EMBEDDED = ["world-plan", "disagree"]
+def train_epoch(ddp, bal, loader, epoch=0):
+    """Epoch `epoch` of the Balancer's run, its samples from `loader`, SGD."""
+    bal.set_epoch(epoch)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = F.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+BAD_EMBEDDED = ["world-plan", "disagree", "small-dataset", "set-epoch", "state-before-end",
+                "loader-bypass"]
 BAD_DAEMON = ["world-plan", "disagree", "small-dataset", "fixed-length", "no-job", "bad-address",
               "job-disagree", "token-one-rank"]
 
@@ -150,7 +183,22 @@ def bad_each(cases, scheduler=""):
             bad(case, scheduler)
             print(f"{case}: no exception", flush=True)
         except (ValueError, dbs.Error) as e:
-            print(f"{case}: {type(e).__name__}: {e}", flush=True)
+            also = "" if isinstance(e, ValueError) else " (not a ValueError)"
+            print(f"{case}: {type(e).__name__}{also}: {e}", flush=True)
+
+
+def trace(policy, path):
+    ddp = DistributedDataParallel(model())
+    train = data()
+    try:
+        bal = dbs.torch.Balancer(ddp, len(train), B, policy=policy, seed=5, trace=path)
+    except dbs.ConfigError as e:
+        print(f"trace: {type(e).__name__}: {e}", flush=True)
+        return
+    for epoch in range(3):
+        train_epoch(ddp, bal, DataLoader(train, batch_sampler=bal.sampler), epoch)
+        bal.end_epoch()
+    bal.close()
 
 
 def foreign(scheduler, epochs):
@@ -192,6 +240,8 @@ if __name__ == "__main__":
         bad_each(BAD_DAEMON, rest[0])
     elif mode == "bad":
         bad_each(BAD_EMBEDDED)
+    elif mode == "trace":
+        trace(rest[0], rest[1])
     elif mode == "foreign":
         foreign(rest[0], int(rest[1]))
     else:

@@ -13,7 +13,10 @@
 Balancer(..., scheduler="HOST:PORT", job="ID", token_file="KEY") takes the end-of-epoch plans
 from dbs-scheduler serve (the embedded policy plans whenever the daemon's plan is not usable;
 a plan for another job also raises dbs.PlanError on every rank, the embedded plan in force);
-balancer.close() after the last epoch says goodbye to it. See docs/guides/pytorch.md.
+balancer.close() after the last epoch says goodbye to it. Balancer(..., trace="run.jsonl")
+records the run for dbs-scheduler replay. balancer.state_dict() / load_state_dict() resume a
+run, whose loop then starts at balancer.epoch. Bad settings raise dbs.ConfigError (a
+ValueError) on every rank. See docs/guides/pytorch.md.
 """
 
 from dbs.torch.balancer import Balancer

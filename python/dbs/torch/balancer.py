@@ -10,7 +10,11 @@ from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who 
 the job's key or munge), and the embedded policy plans whenever the daemon's plan is not usable
 (unreachable, untrusted, late, refusing, a plan of another job); in-epoch re-plans stay
 embedded. An outage is no error; a plan of another job on any rank raises dbs.PlanError on
-every rank at that epoch end, once the embedded plan of the next epoch is in force.
+every rank at that epoch end, once the embedded plan of the next epoch is in force. With
+`trace=PATH` rank 0 writes the run's trace in dbs-agent's format (trace.py).
+
+Errors: a bad argument, ranks that disagree, a state_dict of another run or a call out of order
+raise dbs.ConfigError (also a ValueError) on every rank, naming what is at fault.
 """
 
 import json
@@ -24,6 +28,7 @@ import dbs
 from dbs import _dbs
 from dbs.torch.hook import StepClock
 from dbs.torch.sampler import BatchSampler
+from dbs.torch.trace import Recorder, run_config
 
 STATE_VERSION = 1
 
@@ -56,15 +61,25 @@ class Balancer:
                      given, else munge when dbs has it), "token" or "munge" (a munge
                      credential of the user running the rank; the job belongs to that uid)
     munge_socket:    munged's socket (None = $MUNGE_SOCKET, else munge's default)
+    trace:           a file for the run's trace in dbs-agent's format, written by rank 0 (the
+                     other ranks' value is not used; None = no trace); its folder is made.
+                     `dbs-scheduler replay` reads it, under every policy, static included
+
+    Resume: save state_dict() with the model's and the optimizer's, and after a restart
+    load_state_dict() it before the first epoch: the run is then at epoch `balancer.epoch`
+    (the next one not finished), so the loop runs `for epoch in range(balancer.epoch, epochs)`.
+
+    Bad settings raise dbs.ConfigError (a ValueError too) on every rank before training starts.
     """
 
     def __init__(self, model, dataset_size, global_batch, *, policy="dbs", seed=0,
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
-                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None):
+                 scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None,
+                 trace=None):
         if not dist.is_initialized():
-            raise RuntimeError("dbs.torch.Balancer: torch.distributed is not initialised "
-                               "(call dbs.torch.init_process_group() first)")
+            raise dbs.ConfigError("dbs.torch.Balancer: torch.distributed is not initialised "
+                                  "(call dbs.torch.init_process_group() first)")
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -81,23 +96,25 @@ class Balancer:
         self.global_batch = int(global_batch)
         self.scheduler, self.job = str(scheduler or ""), str(job or "")
         if self.scheduler and not self.job:
-            raise ValueError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
+            raise dbs.ConfigError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
                              "(the same on every rank, e.g. slurm-$SLURM_JOB_ID)")
         for name, value in (("scheduler_timeout", scheduler_timeout),
                             ("scheduler_connect_timeout", scheduler_connect_timeout)):
             if not float(value) > 0:
-                raise ValueError(f"dbs.torch.Balancer: {name} must be > 0, got {value!r}")
+                raise dbs.ConfigError(f"dbs.torch.Balancer: {name} must be > 0, got {value!r}")
         self._agree()
         if self.global_batch < self.world:
-            raise ValueError(f"dbs.torch.Balancer: global_batch {self.global_batch} is smaller "
+            raise dbs.ConfigError(f"dbs.torch.Balancer: global_batch {self.global_batch} is smaller "
                              f"than the world size {self.world}")
         if self.dataset_size < self.global_batch:
-            raise ValueError(f"dbs.torch.Balancer: the dataset has {self.dataset_size} samples, "
+            raise dbs.ConfigError(f"dbs.torch.Balancer: the dataset has {self.dataset_size} samples, "
                              f"fewer than global_batch {self.global_batch}")
         if self.settings.rebalance_every < 0:
-            raise ValueError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
+            raise dbs.ConfigError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
+        self._trace = Recorder(trace, group)  # checks rank 0's path; opened at the first epoch
+        self._run = run_config(model, seed=self.seed) if self._trace.on else None
         self._planner = self._make_planner(
             token_file=str(token_file or ""), timeout_s=float(scheduler_timeout),
             connect_timeout_s=float(scheduler_connect_timeout),
@@ -105,11 +122,13 @@ class Balancer:
             auth=str(auth), munge_socket=str(os.environ.get("MUNGE_SOCKET", "")
                                              if munge_socket is None else munge_socket))
         self._closed = False
+        self._started = False   # the first epoch began here (and the trace was opened)
         self.slowdown = slowdown
         self.epoch = 0          # the epoch in progress (or last finished), 0-based
         self._done = 0          # its steps whose backward finished
         self._reported = False  # its end was reported and the next plan made
         self._window = 0        # first step since the last in-epoch re-plan
+        self._given = 0         # steps of the epoch whose indices the sampler gave
         self.overhead_s = 0.0   # thread CPU s of this rank in dbs.torch's code (sampler, hooks
                                 # without the slowdown, reports, planning), cumulative
         self.replans = 0        # in-epoch re-plans that changed the plan this epoch
@@ -136,7 +155,7 @@ class Balancer:
         for rank, theirs in enumerate(every):
             if theirs != every[0]:
                 diff = sorted(k for k in _flat(theirs) if _flat(theirs)[k] != _flat(every[0]).get(k))
-                raise ValueError(f"dbs.torch.Balancer: ranks disagree on the settings: rank "
+                raise dbs.ConfigError(f"dbs.torch.Balancer: ranks disagree on the settings: rank "
                                  f"{rank} has " + ", ".join(f"{k}={_flat(theirs)[k]!r}" for k in diff)
                                  + ", rank 0 " + ", ".join(f"{k}={_flat(every[0]).get(k)!r}"
                                                            for k in diff))
@@ -176,8 +195,16 @@ class Balancer:
         start = self._done * self.global_batch
         total = min(self.global_batch, self.dataset_size - start)
         if total <= 0:
-            raise RuntimeError(f"dbs.torch: a training step past the end of epoch {self.epoch} "
-                               f"({self.steps_per_epoch} steps): call set_epoch for the next")
+            raise dbs.ConfigError(f"dbs.torch: a training step past the end of epoch "
+                                  f"{self.epoch} ({self.steps_per_epoch} steps): iterate the "
+                                  "DataLoader again (or call set_epoch) for the next")
+        if self._given <= self._done:
+            raise dbs.ConfigError(
+                f"dbs.torch: a training forward of step {self._done} of epoch {self.epoch}, "
+                "whose samples the Balancer's sampler did not give: the DataLoader must take "
+                "them from it, DataLoader(dataset, batch_sampler=balancer.sampler), made after "
+                "the Balancer (a loader with sampler=DistributedSampler or batch_size= splits "
+                "the batch equally, not by the plan)")
         return _dbs.step_batch(self.plan, total)[self.rank], total
 
     @property
@@ -199,6 +226,9 @@ class Balancer:
         Returns the dbs.PlanError of that report, if any, for set_epoch to raise once the next
         epoch has started."""
         error = None
+        if not self._started:
+            self._trace.open(self.settings, self.plan, self._run, append=self.source == "resumed")
+            self._started = True
         if self._done == self.steps_per_epoch:
             if not self._reported:
                 try:
@@ -210,6 +240,7 @@ class Balancer:
             self._reported = False
             self._clock.timer.take()
             self._window = 0
+            self._given = 0
             self.replans = 0
         return error
 
@@ -227,12 +258,13 @@ class Balancer:
 
     def _rebalance(self, step):
         if self._done != step:
-            raise RuntimeError("dbs.torch: rebalance_every needs DataLoader(num_workers=0): "
+            raise dbs.ConfigError("dbs.torch: rebalance_every needs DataLoader(num_workers=0): "
                                f"step {step} was asked for before step {step - 1} finished")
         window = self._gather(self._report(self._window))
         if self._planner.rebalance(window):
             self.replans += 1
             self.source = "rebalance"
+            self._trace.replan(self.plan, step)
         self._window = step
 
     def _report(self, first):
@@ -245,15 +277,25 @@ class Balancer:
         return [_dbs.Report.from_json(t) for t in texts]
 
     def set_epoch(self, epoch):
-        """Starts epoch `epoch` (0-based). Epochs run in order: the previous one must be done.
-        When it reports the previous epoch itself (end_epoch was not called), that report's
-        dbs.PlanError is raised after the epoch has started: catch it and train on."""
+        """Starts epoch `epoch` (0-based), and checks that the loop counts as the Balancer does.
+        Epochs run in order, each once: the previous one must be done (all its steps). Optional:
+        iterating the DataLoader again moves on to the next epoch as well. After
+        load_state_dict the run is at `self.epoch`: start the loop there. Raises
+        dbs.ConfigError for another epoch, saying which one the run is at. When it reports the
+        previous epoch itself (end_epoch was not called), that report's dbs.PlanError is raised
+        after the epoch has started: catch it and train on."""
         error = self._begin_epoch()
         self._clock.timer.begin()
         if epoch != self.epoch:
-            raise ValueError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch {self.epoch}"
-                             f" (step {self._done} of {self.steps_per_epoch}); epochs run in "
-                             "order, a resumed run starts at its state_dict's epoch")
+            if self._done < self.steps_per_epoch and epoch == self.epoch + 1:
+                why = (f"epoch {self.epoch} has run {self._done} of its {self.steps_per_epoch} "
+                       "steps: an epoch ends once the DataLoader was iterated to its end")
+            else:
+                why = ("epochs run in order, each once; after load_state_dict the loop starts "
+                       "at balancer.epoch: for epoch in range(balancer.epoch, epochs)")
+            raise dbs.ConfigError(f"dbs.torch: set_epoch({epoch}) but the run is at epoch "
+                                  f"{self.epoch} (0-based; step {self._done} of "
+                                  f"{self.steps_per_epoch}): {why}")
         if error is not None:
             raise error
 
@@ -274,8 +316,9 @@ class Balancer:
 
     def _end_epoch(self):
         if self._done != self.steps_per_epoch:
-            raise RuntimeError(f"dbs.torch: end_epoch after {self._done} of "
-                               f"{self.steps_per_epoch} steps of epoch {self.epoch}")
+            raise dbs.ConfigError(f"dbs.torch: end_epoch after {self._done} of "
+                                  f"{self.steps_per_epoch} steps of epoch {self.epoch}: call "
+                                  "it once the DataLoader was iterated to its end")
         first = self._done - len(self._steps)
         self.reports = self._gather(self._report(first))
         planning = self.reports
@@ -285,6 +328,8 @@ class Balancer:
         _, self.source = self._planner.next(planning)
         self._check_world(self.plan, "the next plan")
         self._reported = True
+        self._trace.epoch(self.reports, self._clock.timer.epoch(), self.plan, self.source,
+                          self.replans)
         cause, why = self._planner.fallback()  # the same cause on every rank
         if cause == "foreign":
             raise dbs.PlanError(
@@ -297,21 +342,32 @@ class Balancer:
     def close(self, done=True):
         """This rank leaves the job: done (all epochs trained) or stopped early (it may be
         resumed). With a scheduler, says goodbye to the daemon, which then shows the job
-        finished (or stopped). Once; later calls do nothing."""
+        finished (or stopped); with a trace, closes it. Once; later calls do nothing."""
         if not self._closed:
             self._closed = True
             self._planner.finish(bool(done))
+            self._trace.close()
 
     def _check_world(self, plan, what):
         if plan.world() != self.world:
-            raise ValueError(f"dbs.torch: {what} is for {plan.world()} ranks, WORLD_SIZE is "
-                             f"{self.world}")
+            raise dbs.ConfigError(f"dbs.torch: {what} is for {plan.world()} ranks, WORLD_SIZE "
+                                  f"is {self.world}")
 
     def state_dict(self):
         """What a resumed run needs to train the same samples in every global step: the
-        position (between steps), the plan in force and the policy's estimator state."""
+        position (between steps), the plan in force and the policy's estimator state, with the
+        settings it was made under (a dict of plain values, for torch.save beside the model's
+        and the optimizer's state_dict). No collective: rank 0 alone may take it. Taken after
+        end_epoch(), it resumes at the next epoch; taken between steps, at the next step;
+        between an epoch's last step and its end_epoch(), dbs.ConfigError (the next plan is not
+        made yet)."""
         epoch, done = self.epoch, self._done
-        if self._done == self.steps_per_epoch and self._reported:
+        if self._done == self.steps_per_epoch:
+            if not self._reported:  # the next plan, part of the state, is not made yet
+                raise dbs.ConfigError(
+                    f"dbs.torch: state_dict after the last step of epoch {self.epoch} but before "
+                    "its end: call balancer.end_epoch() on every rank after the epoch's loop, "
+                    "then state_dict()")
             epoch, done = epoch + 1, 0
         return {"version": STATE_VERSION, "epoch": epoch, "step": done,
                 "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
@@ -319,26 +375,37 @@ class Balancer:
                 "dataset_size": self.dataset_size, "world": self.world}
 
     def load_state_dict(self, state):
+        """Continues the run a state_dict() was taken from, on every rank, before its first
+        epoch here: the plan in force, the policy's estimates and the position. The run is then
+        at epoch `self.epoch` (and its step), so the loop starts there:
+        `for epoch in range(balancer.epoch, epochs)`; the next global steps train the samples
+        the saved run would have. Raises dbs.ConfigError (naming the field) for a state_dict of
+        another version, world size, seed, dataset size or settings, or after training here
+        began."""
+        if self._started:
+            raise dbs.ConfigError("dbs.torch: load_state_dict after the run here began: load "
+                                  "it right after making the Balancer, before the first epoch")
         if state.get("version") != STATE_VERSION:
-            raise ValueError(f"dbs.torch: state_dict version {state.get('version')!r}, "
-                             f"this dbs reads {STATE_VERSION}")
+            raise dbs.ConfigError(f"dbs.torch: state_dict version {state.get('version')!r}, "
+                                  f"this dbs reads {STATE_VERSION}")
         for key, mine in (("world", self.world), ("seed", self.seed),
                           ("dataset_size", self.dataset_size)):
             if state.get(key) != mine:
-                raise ValueError(f"dbs.torch: state_dict field '{key}' is {state.get(key)!r}, "
-                                 f"this run has {mine!r}")
+                raise dbs.ConfigError(f"dbs.torch: state_dict field '{key}' is "
+                                      f"{state.get(key)!r}, this run has {mine!r}")
         if _dbs.Settings.from_json(state["settings"]) != self.settings:
-            raise ValueError(f"dbs.torch: state_dict field 'settings' is {state['settings']}, "
-                             f"this run has {self.settings.to_json()}")
+            raise dbs.ConfigError(f"dbs.torch: state_dict field 'settings' is "
+                                  f"{state['settings']}, this run has {self.settings.to_json()}")
         plan = _dbs.Plan.from_json(state["plan"])
         self._check_world(plan, "the state_dict's plan")
         if not 0 <= state["step"] < self.steps_per_epoch:
-            raise ValueError(f"dbs.torch: state_dict field 'step' is {state['step']}, an epoch "
-                             f"has {self.steps_per_epoch} steps")
+            raise dbs.ConfigError(f"dbs.torch: state_dict field 'step' is {state['step']}, an "
+                                  f"epoch has {self.steps_per_epoch} steps")
         self._planner.set_state(plan, [float(x) for x in state["policy_state"]])
         self.epoch, self._done = int(state["epoch"]), int(state["step"])
         self._clock.timer.take()
         self._reported, self._window, self.replans = False, self._done, 0
+        self._given = self._done
         self.source = "resumed"
 
 

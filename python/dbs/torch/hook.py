@@ -26,6 +26,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import dbs
 from dbs import _dbs
 
 
@@ -55,6 +56,10 @@ class StepTimer:
         self._ended = None     # (wall, cpu) at the end of the last step's backward
         self._samples = 0
         self.count = 0         # steps recorded since construction (take() does not reset it)
+        # Since the last take(): (wall, cpu) where the first step's window opened and where the
+        # last step's allreduce ended, and the injected sleep in seconds (the epoch's figures).
+        self._first = self._last = None
+        self._slept = 0.0
 
     def begin(self):
         """The first step of an epoch (or after anything that is not training) starts now."""
@@ -85,15 +90,19 @@ class StepTimer:
         """The end of the step's backward (the last bucket's hook): sleeps slowdown(compute s)
         when given (counted as compute and work) and records the step."""
         end = self._clock()
+        slept = 0.0
         if slowdown is not None:
             pause = slowdown(end[0] - self._start)
             if pause > 0:
                 time.sleep(pause)
-                end = self._clock()
+                slept, end = pause, self._clock()
         compute = end[0] - self._start
         with self._lock:
             origin, skip = self._origin, self._skip
             self._origin, self._skip, self._ended = None, (0.0, 0.0), end
+            if self._first is None:
+                self._first = origin
+            self._last, self._slept = end, self._slept + slept
             work = end[0] - origin[0] - skip[0]
             if self.held_to > 0:
                 work = max(work, (end[1] - origin[1] - skip[1]) / self.held_to)
@@ -113,11 +122,27 @@ class StepTimer:
             if self._origin is None or now[0] > self._origin[0]:
                 self._origin, self._skip = now, (0.0, 0.0)
             self.steps[-1][2] = max(self.steps[-1][2], now[0] - self._ended[0])
+            if now[0] > self._last[0]:
+                self._last = now
+
+    def epoch(self):
+        """What the trace's timing record holds of the steps recorded since take(), summed:
+        steps, wall_s and process_cpu_s (from the first step's window opening to the end of the
+        last step's allreduce), work_s, comm_s, compute_s and sleep_s (the injected slowdown)."""
+        with self._lock:
+            steps, first, last = list(self.steps), self._first, self._last
+            slept = self._slept
+        span = (last[0] - first[0], last[1] - first[1]) if steps else (0.0, 0.0)
+        return {"steps": len(steps), "wall_s": span[0], "process_cpu_s": span[1],
+                "work_s": sum(s[1] for s in steps), "comm_s": sum(s[2] for s in steps),
+                "compute_s": sum(s[3] for s in steps), "sleep_s": slept}
 
     def take(self):
         """The steps recorded so far, forgotten here."""
         with self._lock:
             out, self.steps = self.steps, []
+            self._first = self._last = None
+            self._slept = 0.0
         return [tuple(s) for s in out]
 
 
@@ -142,8 +167,8 @@ class StepClock:
         last = bucket.is_last()
         if last:
             if not self.timer.in_step():
-                raise RuntimeError("dbs.torch: a backward without a forward of the DDP model "
-                                   "given to Balancer")
+                raise dbs.ConfigError("dbs.torch: a backward without a forward of the DDP "
+                                      "model given to Balancer")
             slowdown = self.owner.slowdown
             if slowdown is not None:  # the experiment's, not dbs's: outside overhead_s
                 self.owner.overhead_s += time.thread_time() - cpu

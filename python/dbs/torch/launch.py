@@ -9,6 +9,8 @@ import os
 
 import torch.distributed as dist
 
+import dbs
+
 
 def _env_int(names):
     for name in names:
@@ -17,35 +19,37 @@ def _env_int(names):
             try:
                 return int(value), name
             except ValueError:
-                raise ValueError(f"dbs.torch: environment variable {name}={value!r} is not an "
+                raise dbs.ConfigError(f"dbs.torch: environment variable {name}={value!r} is not an "
                                  "integer") from None
     return None, None
 
 
 def ranks():
-    """(rank, world_size, local_rank) from torchrun's or srun's environment; (0, 1, 0) alone."""
+    """(rank, world_size, local_rank) from torchrun's or srun's environment; (0, 1, 0) alone.
+    dbs.ConfigError for a variable that is not an integer, or a rank outside the world."""
     rank, rank_from = _env_int(["RANK", "SLURM_PROCID"])
     world, world_from = _env_int(["WORLD_SIZE", "SLURM_NTASKS"])
     local, _ = _env_int(["LOCAL_RANK", "SLURM_LOCALID"])
     if rank is None and world is None:
         return 0, 1, 0
     if rank is None or world is None:
-        raise ValueError(f"dbs.torch: {rank_from or world_from} is set but not "
+        raise dbs.ConfigError(f"dbs.torch: {rank_from or world_from} is set but not "
                          f"{'WORLD_SIZE/SLURM_NTASKS' if world is None else 'RANK/SLURM_PROCID'}")
     if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"dbs.torch: {rank_from}={rank} is not a rank of "
+        raise dbs.ConfigError(f"dbs.torch: {rank_from}={rank} is not a rank of "
                          f"{world_from}={world}")
     return rank, world, local if local is not None else 0
 
 
 def init_process_group(backend="gloo", **kwargs):
     """dist.init_process_group with the rank and world of torchrun or srun; returns
-    (rank, world_size, local_rank). Under srun, MASTER_ADDR and MASTER_PORT must be set."""
+    (rank, world_size, local_rank). Under srun, MASTER_ADDR and MASTER_PORT must be set
+    (dbs.ConfigError otherwise)."""
     rank, world, local = ranks()
     if world > 1 or "MASTER_ADDR" in os.environ:
         for name in ("MASTER_ADDR", "MASTER_PORT"):
             if name not in os.environ:
-                raise ValueError(f"dbs.torch: {name} is not set (torchrun sets it; under srun "
+                raise dbs.ConfigError(f"dbs.torch: {name} is not set (torchrun sets it; under srun "
                                  "the job script exports it)")
     else:  # one process without a launcher
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")

@@ -8,12 +8,16 @@ split in the plan's proportions). So the samples of a global step do not depend 
 
 import time
 
+import dbs
 from dbs import _dbs
 
 
 class BatchSampler:
-    """Give it to DataLoader as batch_sampler. Owned by a Balancer, which keeps the epoch, the
-    steps done and the plan; set_epoch, state_dict and load_state_dict are the Balancer's."""
+    """Give it to DataLoader as batch_sampler: DataLoader(dataset, batch_sampler=sampler).
+    Owned by a Balancer, which keeps the epoch, the steps done and the plan; set_epoch,
+    state_dict and load_state_dict are the Balancer's. (DataLoader's own `loader.sampler` is
+    then a default one without set_epoch: call balancer.set_epoch, or
+    loader.batch_sampler.set_epoch.)"""
 
     def __init__(self, balancer):
         self._balancer = balancer
@@ -46,7 +50,7 @@ class BatchSampler:
             start = s * b.global_batch
             sizes = _dbs.step_batch(b.plan, min(b.global_batch, b.dataset_size - start))
             if 0 in sizes:  # the same sizes on every rank: all raise here, none waits
-                raise ValueError(
+                raise dbs.ConfigError(
                     f"dbs.torch: step {s} of epoch {b.epoch} has {sum(sizes)} samples, split "
                     f"{sizes}: rank {sizes.index(0)} would get none. Use a dataset size whose "
                     f"remainder modulo global_batch {b.global_batch} is 0 or larger")
@@ -55,4 +59,5 @@ class BatchSampler:
             b.overhead_s += time.thread_time() - cpu
             if s == first:  # the epoch's first step: its work window opens with its loading
                 b._clock.timer.begin()
+            b._given = s + 1
             yield indices

@@ -1,0 +1,110 @@
+"""Traces from PyTorch: a plain DDP job recorded and asked what dbs would give.
+
+1. The PyTorch guide's trace block as written (the replay guide shows the same one first; the
+   build's dbs-env.sh sourced, a scratch folder): train.py --policy static (plain DDP with DistributedSampler) on 2 ranks, rank 1
+   three times slower, --trace; then `dbs-scheduler replay TRACE --compare dbs,static` reads it,
+   and under dbs changes the plan and predicts a shorter run (no figure: the machine is shared). The trace is dbs-agent's format: the header (policy static, world
+   2, the settings), per epoch the plan, a rank record per rank (samples, compute, allreduce,
+   work per batch size), a timing record per rank, the eval record; rank 1's compute about
+   three times rank 0's.
+2. The Balancer's own trace (trace=PATH, policy static and dbs, 2 ranks, its folder made):
+   replay reads each and replays the recorded policy to the recorded total within 1%.
+3. A trace that cannot be written (its folder under a regular file): dbs.ConfigError on both
+   ranks before training, naming the file, and nothing written."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+harness.skip_unless_ready()
+
+WORKER = os.path.join(harness.ROOT, "tests/python/worker.py")
+blocks = harness.guide_blocks("docs/guides/pytorch.md", "tests/python/trace_test.py")
+harness.check(len(blocks) == 1 and "--trace out/run.jsonl" in blocks[0]
+              and "replay out/run.jsonl --compare dbs,static" in blocks[0],
+              "the guide has the block that records train.py --policy static and replays it")
+harness.check(harness.guide_blocks("docs/guides/replay.md", "tests/python/trace_test.py")
+              == blocks, "the replay guide shows the same block first")
+
+
+def records(path):
+    lines = [json.loads(line) for line in open(path)]
+    return lines[0], lines[1:]
+
+
+def replay_json(path):
+    """dbs-scheduler replay PATH --compare dbs,static --json: the parsed report."""
+    p = subprocess.run([harness.SCHEDULER, "replay", path, "--compare", "dbs,static", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    harness.check(p.returncode == 0, f"dbs-scheduler replay {path} reads the trace"
+                  + ("" if p.returncode == 0 else f"\n{p.stderr[-2000:]}"))
+    return json.loads(p.stdout)
+
+
+with tempfile.TemporaryDirectory(prefix="dbs-trace-") as home:
+    work = os.path.join(home, "job")
+    os.makedirs(work)
+    rc, out, err = harness.shell(blocks[0], work, harness.user_env(home))
+    harness.check(rc == 0 and "speedup" in out,
+                  f"the guide's block records and replays: exit {rc}\n{out[-2500:]}"
+                  + ("" if rc == 0 else f"\n{err[-3000:]}"))
+    header, recs = records(os.path.join(work, "out", "run.jsonl"))
+    config = header["config"]
+    harness.check(header["format"] == "dbs-trace" and config["policy"] == "static"
+                  and config["world"] == 2 and config["global_batch"] == 128
+                  and config["samples_per_epoch"] == 640 and config["recorder"] == "dbs.torch",
+                  f"the header: dbs-trace, policy static, 2 ranks, B 128, N 640: {config}")
+    kinds = [r["type"] for r in recs]
+    harness.check(kinds == ["plan"] + ["rank", "rank", "timing", "timing", "eval", "plan"] * 2,
+                  f"per epoch: rank, timing and eval records, then the next plan: {kinds}")
+    ranks = [r for r in recs if r["type"] == "rank"]
+    harness.check(all(r["batch"] == 64 and r["samples"] == 320 and r["work"][0][0] == 64
+                      and r["comm_s"] > 0 for r in ranks),
+                  "each rank record: the equal split, 320 samples, work at batch 64, the "
+                  "allreduce")
+    slow = [ranks[i + 1]["compute_s"] / ranks[i]["compute_s"] for i in (0, 2)]
+    harness.check(all(2.0 < x < 4.5 for x in slow),
+                  f"rank 1 (factor 3) computed about 3x as long as rank 0: {slow}")
+    timing = [r for r in recs if r["type"] == "timing"]
+    harness.check(all(t["steps"] == 5 and t["busy_s"] >= t["compute"]["wall_s"] > 0
+                      and t["wall_s"] >= t["busy_s"] for t in timing),
+                  "each timing record: 5 steps, work at least the compute, the epoch's wall "
+                  "at least the work")
+    report = replay_json(os.path.join(work, "out", "run.jsonl"))
+    dbs_run, static_run = report["dbs"], report["static"]
+    harness.check(dbs_run["plan_changes"] >= 1 and static_run["plan_changes"] == 0
+                  and dbs_run["total_s"] < static_run["total_s"],
+                  f"replay under dbs moves batch off the slow rank and predicts a shorter run "
+                  f"than the recorded static one: {dbs_run['plan_changes']} plan change(s), "
+                  f"{dbs_run['total_s']:.2f} s against {static_run['total_s']:.2f} s")
+
+    for policy in ("static", "dbs"):
+        path = os.path.join(home, policy, "bal.jsonl")  # the folder is made
+        rc, out, err = harness.ranks(WORKER, "trace", policy, path)
+        harness.check(rc == 0, f"worker.py trace {policy}: exit {rc}\n{err[-3000:]}")
+        header, recs = records(path)
+        harness.check(header["config"]["policy"] == policy
+                      and [r["epoch"] for r in recs if r["type"] == "eval"] == [1, 2, 3],
+                      f"Balancer(policy={policy!r}, trace=...): 3 epochs recorded")
+        replayed = replay_json(path)[policy]["total_s"]
+        recorded = sum(r["wall_s"] for r in recs if r["type"] == "eval")
+        harness.check(abs(replayed / recorded - 1) < 0.01,
+                      f"replay of the {policy} trace under {policy} gives its recorded total: "
+                      f"{replayed:.4f} s against {recorded:.4f} s")
+
+    blocker = os.path.join(home, "a-file")
+    open(blocker, "w").close()
+    bad = os.path.join(blocker, "sub", "run.jsonl")
+    rc, out, err = harness.ranks(WORKER, "trace", "static", bad, timeout=120)
+    lines = [line for line in out.splitlines() if line.startswith("trace: ")]
+    harness.check(rc == 0 and len(lines) == 2
+                  and all(l.startswith(f"trace: ConfigError: dbs.torch: trace {bad}")
+                          for l in lines),
+                  f"an unwritable trace: dbs.ConfigError on both ranks naming it\n"
+                  + "\n".join(lines) + f"\n{err[-1500:]}")
+    harness.check(not os.path.exists(os.path.dirname(bad)), "nothing was written")
