@@ -269,6 +269,17 @@ def table_lines(records):
             f"| {r['ratio_predicted']:.3f} / {r['ratio_recorded']:.3f} "
             f"({100 * r['ratio_error']:+.1f}%) | {100 * r['own_error']:.2f}% | {own} "
             f"| {r['load'][0]:.1f}–{r['load'][1]:.1f} |".replace("-", "−"))
+    trips = []
+    for workload in WORKLOADS:
+        both = [r for r in rows if r["workload"] == workload]
+        if len(both) == 2:
+            trip = (1 + both[0]["error"]) * (1 + both[1]["error"]) - 1
+            trips.append(f"{WORKLOAD_NAMES[workload]} {100 * trip:+.1f}%".replace("-", "−"))
+    if trips:
+        lines += [""] + textwrap.wrap(
+            "Round trip, the two predictions' ratios to the recorded means multiplied (a load that "
+            "slows one policy's runs by a factor moves one ratio by it and the other by its "
+            "inverse; within ±6% when both are within 3%): " + "; ".join(trips) + ".", width=100)
     lines += [""] + textwrap.wrap(
         f"{met} of {len(rows)} predictions meet both targets: within 3% of the mean recorded total "
         "(or within the recorded runs' spread, where that is larger) and every trace within 1% "
