@@ -14,6 +14,8 @@ embedded policy planning any epoch whose daemon plan is not usable (docs/guides/
 --tls-ca CA.pem speaks TLS to it, --auth munge proves the user's uid instead of a job key.
 --checkpoint FILE saves the run after every epoch, --resume continues it; --trace FILE records
 the run for dbs-scheduler replay, under every policy.
+--comm-hook fp16|powersgd exchanges the gradients through PyTorch's compression hooks (under
+dbs's weighting); --average-every H trains local SGD with a model average every H steps.
 """
 
 import argparse
@@ -35,6 +37,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import dbs
 import dbs.torch
+from dbs.torch.exchange import AllreduceBytes, in_order
 from dbs.torch.hook import StepTimer
 from dbs.torch.trace import Recorder, run_config
 
@@ -82,6 +85,26 @@ def options(argv=None):
     p.add_argument("--munge-socket", default=os.environ.get("MUNGE_SOCKET", ""),
                    help="munged's socket for --auth munge (empty = munge's default; env "
                         "MUNGE_SOCKET)")
+    p.add_argument("--comm-hook", default="allreduce", choices=["allreduce", "fp16", "powersgd"],
+                   help="the gradient exchange: allreduce (dbs's weighted sum; DDP's mean with "
+                        "--policy static), fp16 (PyTorch's fp16_compress_hook) or powersgd "
+                        "(PyTorch's powerSGD_hook)")
+    p.add_argument("--powersgd-rank", type=int, default=1,
+                   help="--comm-hook powersgd: the rank of its low-rank approximation")
+    p.add_argument("--powersgd-start", type=int, default=10,
+                   help="--comm-hook powersgd: the steps of plain allreduce before it "
+                        "compresses (its start_powerSGD_iter; at least 2)")
+    p.add_argument("--average-every", type=int, default=None, metavar="H",
+                   help="local SGD: each rank trains alone and the models are averaged every H "
+                        "steps of an epoch and at its end, weighted by the samples each rank "
+                        "trained (--policy static: PyTorch's PostLocalSGDOptimizer, equal "
+                        "weights, every H steps); unset = synchronous")
+    p.add_argument("--average-after-epochs", type=int, default=0,
+                   help="with --average-every: the first epochs trained synchronously")
+    p.add_argument("--average-optimizer", default="local", choices=["local", "mean"],
+                   help="with --average-every: the optimizer's state stays each rank's own "
+                        "(local) or is averaged with the parameters (mean; not with --policy "
+                        "static)")
     p.add_argument("--disturb", action="append", default=[],
                    help="slow a rank: rank=R,factor=F[,from=E][,to=E] sleeps (F-1) x the step's compute (repeatable)")
     p.add_argument("--summary", default="", help="write the run's JSON summary here (rank 0)")
@@ -184,17 +207,40 @@ def evaluate(model, test, rank, world):
     return correct[0].item() / max(1.0, correct[1].item())
 
 
-class StaticTiming:
-    """--policy static: DDP's own mean allreduce, each step timed for the summary as dbs.torch
-    times it (dbs.torch.hook.StepTimer: work between allreduces, compute, the slowdown). With
-    --trace it records the run as the Balancer records its own: the plans of the library's
-    static policy (the equal split), each rank's report from its steps. plan: the plan in force
-    (a resumed run's, as a checkpoint keeps it; None = the first epoch's)."""
+def comm_hook(args):
+    """(hook, state) of --comm-hook: one of PyTorch's DDP communication hooks, or (None, None)
+    for the plain allreduce."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if args.comm_hook == "fp16":
+        return default_hooks.fp16_compress_hook, None
+    if args.comm_hook == "powersgd":
+        return powerSGD_hook.powerSGD_hook, powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=args.powersgd_rank,
+            start_powerSGD_iter=args.powersgd_start)
+    return None, None
 
-    def __init__(self, ddp, slowdown, args, samples, plan=None):
+
+class StaticTiming:
+    """--policy static: plain DDP (its mean allreduce, or --comm-hook's hook on one bucket after
+    another as dbs.torch runs it: dbs.torch.exchange.InOrder; with --average-every PyTorch's
+    post-local SGD), each step timed for the summary as dbs.torch times it
+    (dbs.torch.hook.StepTimer: work between exchanges, compute, the slowdown). With --trace it
+    records the run as the Balancer records its own: the plans of the library's static policy
+    (the equal split), each rank's report from its steps. plan: the plan in force (a resumed
+    run's, as a checkpoint keeps it; None = the first epoch's)."""
+
+    def __init__(self, ddp, slowdown, args, samples, hook, state, post_local=None, plan=None):
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         self.timer, self.slowdown = StepTimer(), slowdown
+        self.exchange, self.state = ((in_order(hook), state) if hook else
+                                     (default_hooks.allreduce_hook, None))
+        if post_local is not None:  # (H, warm-up steps): every rank's own gradient after those
+            from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook as local
+            self.exchange, self.state = local.post_localSGD_hook, local.PostLocalSGDState(
+                process_group=None, subgroup=None, start_localSGD_iter=post_local[1],
+                post_local_gradient_allreduce=False)
         ddp.register_forward_pre_hook(self.pre)
-        ddp.register_comm_hook(None, self.hook)
+        ddp.register_comm_hook(self.state, self.hook)
         settings = dbs.Settings()
         settings.policy, settings.global_batch, settings.samples_per_epoch = "static", args.batch, samples
         self.policy = dbs._dbs.make_policy(settings, dist.get_world_size())
@@ -206,13 +252,12 @@ class StaticTiming:
         if module.training and torch.is_grad_enabled():
             self.timer.forward(len(inputs[0]))
 
-    def hook(self, group, bucket):
-        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    def hook(self, state, bucket):
         step = self.timer.count
         if bucket.is_last():
             self.timer.backward_done(self.slowdown)
             step = self.timer.count - 1
-        return allreduce_hook(group, bucket).then(lambda fut: self.done(fut, step))
+        return self.exchange(state, bucket).then(lambda fut: self.done(fut, step))
 
     def done(self, fut, step):
         self.timer.allreduced(step)
@@ -230,6 +275,21 @@ class StaticTiming:
         self.plan = self.policy.next(self.plan, reports)
         self.trace.epoch(reports, timing, self.plan, "embedded")
         return reports, timing["work_s"]
+
+    def optimizer(self, opt, every, warmup):
+        """PyTorch's PostLocalSGDOptimizer around `opt`: an equal-weight model average every
+        `every` steps after `warmup`; the averages' time is exchange, not work."""
+        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+        from torch.distributed.optim import PostLocalSGDOptimizer
+        averager = PeriodicModelAverager(period=every, warmup_steps=warmup)
+        average = averager.average_parameters
+
+        def timed(params):
+            wall, cpu = time.perf_counter(), time.process_time()
+            average(params)
+            self.timer.exchanged(time.perf_counter() - wall, time.process_time() - cpu)
+        averager.average_parameters = timed
+        return PostLocalSGDOptimizer(opt, averager)
 
 
 def save_checkpoint(path, args, ddp, opt, balancer, static, rows):
@@ -273,6 +333,21 @@ def main(args):
     if args.scheduler and args.policy == "static":
         raise ValueError("--scheduler: --policy static is plain DDP without dbs, no daemon "
                          "plans it")
+    if args.average_every is not None and args.average_every < 1:
+        raise ValueError(f"--average-every {args.average_every}: expected >= 1 (steps between "
+                         "two model averages)")
+    if args.average_after_epochs < 0 or (args.average_every is None
+                                         and args.average_after_epochs):
+        raise ValueError(f"--average-after-epochs {args.average_after_epochs}: expected >= 0, "
+                         "with --average-every H")
+    if args.average_optimizer == "mean" and (args.average_every is None
+                                             or args.policy == "static"):
+        raise ValueError("--average-optimizer mean needs --average-every H and dbs (PyTorch's "
+                         "PostLocalSGDOptimizer averages the parameters only)")
+    if args.average_every is not None and args.comm_hook != "allreduce":
+        raise ValueError(f"--comm-hook {args.comm_hook} with --average-every: local steps "
+                         "exchange no gradient (as PyTorch's post_localSGD_hook is the "
+                         "communication hook)")
     if args.resume and not args.checkpoint:
         raise ValueError("--resume needs --checkpoint FILE, the file to continue from")
     for path in (args.summary, args.checkpoint):  # a bad path fails before training, not after
@@ -285,6 +360,7 @@ def main(args):
     ddp = DistributedDataParallel(SeedCNN())
     opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
     saved = load_checkpoint(args.checkpoint, args, ddp, opt) if args.resume else None
+    hook, hook_state = comm_hook(args)
 
     if args.policy == "static":
         if args.batch % world:
@@ -292,8 +368,14 @@ def main(args):
                              f"{world} ranks")
         sampler = DistributedSampler(train, world, rank, shuffle=True, seed=args.seed)
         loader = DataLoader(train, batch_size=args.batch // world, sampler=sampler)
-        timing = StaticTiming(ddp, slowdown, args, len(train), saved and saved["plan"])
-        balancer, steps = None, len(loader)
+        steps = len(loader)
+        post_local = (None if args.average_every is None else
+                      (args.average_every, args.average_after_epochs * steps))
+        timing = StaticTiming(ddp, slowdown, args, len(train), hook, hook_state, post_local,
+                              saved and saved["plan"])
+        balancer = None
+        if post_local:
+            opt = timing.optimizer(opt, *post_local)
     else:
         balancer = dbs.torch.Balancer(ddp, len(train), args.batch, policy=args.policy,
                                       seed=args.seed, rebalance_every=args.rebalance_every,
@@ -302,9 +384,15 @@ def main(args):
                                       scheduler_timeout=args.scheduler_timeout,
                                       scheduler_connect_timeout=args.scheduler_connect_timeout,
                                       tls_ca=args.tls_ca, auth=args.auth,
-                                      munge_socket=args.munge_socket, trace=args.trace)
+                                      munge_socket=args.munge_socket, trace=args.trace,
+                                      comm_hook=hook, comm_state=hook_state,
+                                      average_every=args.average_every,
+                                      average_after_epochs=args.average_after_epochs,
+                                      average_optimizer=args.average_optimizer)
         if saved:
             balancer.load_state_dict(saved["balancer"])
+        if args.average_every is not None:
+            opt = dbs.torch.LocalSGDOptimizer(opt, balancer)
         sampler = balancer.sampler
         loader = DataLoader(train, batch_sampler=sampler)
         steps = balancer.steps_per_epoch
@@ -313,11 +401,12 @@ def main(args):
     if rank == 0 and saved:
         print(f"resumed from {args.checkpoint} at epoch {len(epochs) + 1}", flush=True)
     overhead = 0.0  # balancer.overhead_s at the start of the epoch
+    counted = AllreduceBytes().install()  # until the process ends (os._exit below)
     for epoch in range(len(epochs), args.epochs):
         sampler.set_epoch(epoch)
         batch = list(balancer.plan.batch if balancer else timing.plan.batch)
         dist.barrier()
-        start = time.perf_counter()
+        start, sent = time.perf_counter(), counted.bytes
         if not balancer:
             timing.timer.begin()
         for step, (x, y) in enumerate(loader):
@@ -327,7 +416,7 @@ def main(args):
             loss.backward()
             opt.step()
         dist.barrier()
-        wall = time.perf_counter() - start
+        wall, sent = time.perf_counter() - start, counted.bytes - sent
         if balancer:
             reports, work = balancer.end_epoch(), balancer.work_s()
             dbs_cpu = [None] * world  # per rank, thread CPU s of dbs.torch's code this epoch
@@ -335,8 +424,9 @@ def main(args):
             overhead = balancer.overhead_s
         else:
             reports, work = timing.end_epoch(epoch)
-        busy = [None] * world  # per rank, work s of the epoch
-        dist.all_gather_object(busy, work)
+        every = [None] * world  # per rank: (work s, bytes handed to all_reduce) of the epoch
+        dist.all_gather_object(every, (work, sent))
+        busy = [w for w, _ in every]
         throughput = [r.throughput() for r in reports]
         samples = sum(r.samples for r in reports)
         # as dbs-agent's busy_ideal_s: the epoch at the best split for the ranks' work rates
@@ -345,7 +435,7 @@ def main(args):
         acc = evaluate(ddp, test, rank, world)
         row = {"epoch": epoch + 1, "wall_s": wall, "batch": batch, "throughput": throughput,
                "busy_s": busy, "busy_ideal_s": samples / rates if rates > 0 else 0.0,
-               "test_acc": acc, "steps": steps}
+               "test_acc": acc, "steps": steps, "exchange_bytes": [b for *_, b in every]}
         if balancer:
             row["replans"] = balancer.replans
             row["next_batch"] = list(balancer.plan.batch)
@@ -368,7 +458,10 @@ def main(args):
     if rank == 0 and args.summary:
         summary = {"policy": args.policy, "world": world, "global_batch": args.batch,
                    "train_samples": len(train), "test_samples": len(test), "threads": args.threads,
-                   "disturb": args.disturb, "epochs": epochs,
+                   "disturb": args.disturb, "comm_hook": args.comm_hook,
+                   "average_every": args.average_every,
+                   "average_after_epochs": args.average_after_epochs,
+                   "epochs": epochs,
                    "test_acc": epochs[-1]["test_acc"] if epochs else 0.0}
         tmp = args.summary + ".tmp"
         with open(tmp, "w") as f:

@@ -1,6 +1,7 @@
-# lab/experiments/pytorch_speed.py and pytorch_convergence.py at tiny sizes: their option
-# errors, the records they write (both studies in one file), the tables, and --report printing
-# the same tables again from the records (figures are not judged: studies, not tests).
+# lab/experiments/pytorch_speed.py, pytorch_convergence.py and pytorch_exchange.py at tiny
+# sizes: their option errors, the records they write (the studies in one file), the tables, and
+# --report printing the same tables again from the records (figures are not judged: studies,
+# not tests; the exchange study's byte counts, which are exact, are).
 source "$(dirname "$0")/../e2e/common.bash"
 SPEED=lab/experiments/pytorch_speed.py
 CONV=lab/experiments/pytorch_convergence.py
@@ -87,4 +88,25 @@ $PY $SPEED --report "$TMP/p.jsonl" >"$TMP/again.out" || fail "--report failed"
 cmp -s "$TMP/speed.out" "$TMP/again.out" || fail "--report printed another table: $(diff "$TMP/speed.out" "$TMP/again.out")"
 $PY $CONV --report "$TMP/p.jsonl" >"$TMP/conv_again.out" || fail "convergence --report failed"
 cmp -s "$TMP/conv.out" "$TMP/conv_again.out" || fail "convergence --report printed another table"
+
+# pytorch_exchange.py at a tiny size, local SGD under plain DDP and dbs.torch (the byte count
+# that differs between the two): the bytes handed to all_reduce per step are exact counts, so
+# the table's two byte columns agree.
+EXCH=lab/experiments/pytorch_exchange.py
+expect_fail "--exchanges: 'fp32' is not one of allreduce, fp16, powersgd, local" $PY $EXCH --exchanges fp32
+expect_fail "--epochs 1: expected >= 2" $PY $EXCH --epochs 1
+$PY $EXCH --build "$BUILD" --out "$TMP/p.jsonl" --logs "$TMP/xlogs" --seeds 1 --exchanges local \
+  --epochs 2 --batch 64 --train-limit 704 --test-limit 64 --average-every 4 >"$TMP/exch.out" \
+  2>"$TMP/exch.err" || { cat "$TMP/exch.err"; fail "pytorch_exchange.py failed"; }
+$PY - "$TMP/p.jsonl" "$TMP/exch.out" <<'PY' || fail "the exchange study's records or table are wrong"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+arms = [(r["exchange"], r["policy"]) for r in records if r["study"] == "pytorch-exchange"]
+assert arms == [("local", "static"), ("local", "dbs")], arms
+rows = [l.split() for l in open(sys.argv[2]) if l.split()[:1] == ["local"]]
+assert len(rows) == 2 and all(r[-1] == r[-2] for r in rows), rows
+print("exchange records and table ok")
+PY
+$PY $EXCH --report "$TMP/p.jsonl" >"$TMP/exch_again.out" || fail "exchange --report failed"
+cmp -s "$TMP/exch.out" "$TMP/exch_again.out" || fail "exchange --report printed another table"
 echo "pytorch studies ok"

@@ -148,6 +148,19 @@ def ranks(script, *args, nproc=2, timeout=240):
     return returncode, stdout, stderr
 
 
+def train_worker(options, timeout=180):
+    """worker.py train with `options` (a dict: worker.train's) on 2 ranks: the results rank 0
+    and rank 1 saved (torch.load)."""
+    import torch
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "train.pt")
+        rc, _, stderr = ranks(os.path.join(ROOT, "tests/python/worker.py"), "train", out,
+                              json.dumps(options), timeout=timeout)
+        if rc != 0:
+            fail(f"worker.py train {options} exit {rc}\n{stderr[-4000:]}")
+        return [torch.load(f"{out}.{rank}") for rank in (0, 1)]
+
+
 def free_port():
     """A TCP port on 127.0.0.1 free at the moment of asking."""
     with socket.socket() as s:

@@ -13,10 +13,9 @@ import harness  # noqa: E402
 harness.skip_unless_ready()
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
+import reference  # noqa: E402
 import worker  # noqa: E402
-from dbs import _dbs  # noqa: E402
 
 TOL = 1e-10
 
@@ -35,25 +34,12 @@ harness.check(all(r["compute_s"] > 0 and r["samples"] == s
               "each rank's report counts its samples and a positive compute time")
 
 # One process on the global batches of the same permutation.
-train = worker.data()
-net = worker.model()
-opt = torch.optim.SGD(net.parameters(), lr=0.5)
-perm = torch.from_numpy(_dbs.permutation(worker.N, 5, 0))
-want = {}
-for step in range(4):
-    idx = perm[step * worker.B:(step + 1) * worker.B]
-    x, y = train.tensors[0][idx], train.tensors[1][idx]
-    loss = F.cross_entropy(net(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    if step == 0:
-        want["step"] = [p.detach().clone() for p in net.parameters()]
-want["epoch"] = [p.detach().clone() for p in net.parameters()]
+after, _ = reference.sgd(reference.global_steps(), lr=0.5)
+want = {"step": after[0], "epoch": after[-1]}
 
 for when in ("step", "epoch"):
-    diff = max((a - b).abs().max().item() for a, b in zip(got[when], want[when]))
-    moved = max((a - b).abs().max().item() for a, b in zip(want[when], worker.model().parameters()))
+    diff = reference.max_diff(got[when], want[when])
+    moved = reference.max_diff(want[when], list(worker.model().parameters()))
     harness.check(moved > 1e-3, f"after one {when} the parameters moved ({moved:.3g})")
     harness.check(diff <= TOL, f"after one {when}: 2 ranks vs one process, max |diff| "
                                f"{diff:.3g} <= {TOL}")

@@ -1,7 +1,10 @@
 """examples/pytorch/train.py end to end on 2 ranks (1 thread each): --policy dbs with rank 1
 three times slower (--disturb rank=1,factor=3) moves batch from rank 1 to rank 0 after the
 first epoch; the summary has dbs-agent's shape. --policy static (plain DDP with
-DistributedSampler) runs and keeps the equal split."""
+DistributedSampler) runs and keeps the equal split. --average-every 2 --average-after-epochs 1
+exchanges a gradient every step of epoch 1, then one parameter average per 2 steps; --comm-hook
+powersgd hands all_reduce a small fraction of the gradient's bytes once it compresses (summary
+field exchange_bytes)."""
 
 import json
 import os
@@ -31,6 +34,17 @@ with tempfile.TemporaryDirectory() as tmp:
     if rc != 0:
         harness.fail(f"train.py --policy static exit {rc}\n{stderr[-4000:]}")
     static_run = json.load(open(out))
+    runs = {}
+    for name, extra in (("local", ["--average-every", "2", "--average-after-epochs", "1",
+                                   "--epochs", "2", "--train-limit", "512"]),
+                        ("powersgd", ["--comm-hook", "powersgd", "--powersgd-start", "2",
+                                      "--epochs", "1", "--train-limit", "768"])):
+        out = os.path.join(tmp, name + ".json")
+        rc, stdout, stderr = harness.torchrun(TRAIN, "--summary", out, *extra, *COMMON,
+                                              timeout=300)
+        if rc != 0:
+            harness.fail(f"train.py {' '.join(extra)} exit {rc}\n{stderr[-4000:]}")
+        runs[name] = json.load(open(out))
 
 e1, e2 = dbs_run["epochs"]
 for e in (e1, e2, static_run["epochs"][0]):
@@ -48,3 +62,17 @@ harness.check(dbs_run["test_acc"] == e2["test_acc"] > 0.15,
               f"the final test_acc is the last epoch's and learned something: {e2['test_acc']}")
 harness.check(static_run["epochs"][0]["batch"] == [64, 64],
               "--policy static keeps DistributedSampler's equal split")
+
+GRADIENT = 4 * 690590  # bytes of the seed CNN's float32 gradient (or parameters)
+local = runs["local"]
+harness.check(local["average_every"] == 2 and local["average_after_epochs"] == 1
+              and [e["exchange_bytes"] for e in local["epochs"]]
+              == [[4 * GRADIENT] * 2, [2 * GRADIENT] * 2],
+              "--average-every 2 --average-after-epochs 1, 4 steps an epoch: a gradient allreduce "
+              "every step of epoch 1, a parameter average every 2 steps of epoch 2: "
+              f"{[e['exchange_bytes'] for e in local['epochs']]}")
+sent = runs["powersgd"]["epochs"][0]["exchange_bytes"]
+# 6 steps: dbs's check of the hook (one gradient), 2 plain allreduces, 4 compressed steps
+harness.check(sent[0] == sent[1] and 3 * GRADIENT < sent[0] < 3.2 * GRADIENT,
+              f"--comm-hook powersgd: 4 compressed steps cost under a fifth of one plain "
+              f"allreduce ({sent[0]} bytes in the epoch, {GRADIENT} a plain allreduce)")

@@ -5,6 +5,12 @@
   worker.py run  LOG EPOCHS [STOP_EPOCH STOP_STEP STATE] [--resume STATE]
                                    policy dbs; logs every step's indices per rank; stops
                                    after step STOP_STEP of epoch STOP_EPOCH saving state_dict
+  worker.py train OUT.pt JSON       a small float64 MLP (two Linear layers, SGD), trained with
+                                   the options of JSON (train()'s): each rank saves OUT.pt.RANK
+                                   with its parameters after every step, the bytes it handed
+                                   to all_reduce in every step, the sizes and reports
+  worker.py bad-exchange           every case of BAD_EXCHANGE in turn (comm_hook and
+                                   average_every), as worker.py bad
   worker.py bad                    every case of BAD_EMBEDDED in turn, planned by the embedded
                                    policy; prints "CASE: Type: message" for each exception
                                    (Type followed by "(not a ValueError)" where it is not one)
@@ -23,6 +29,7 @@
 
 import json
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -31,6 +38,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import dbs.torch
+import dbs.torch.exchange
 
 N = 3 * 128 + 40  # 4 steps of the global batch 128, the last one short (40)
 B = 128
@@ -47,6 +55,21 @@ def model():
     torch.manual_seed(3)
     return torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.Tanh(),
                                torch.nn.Linear(16, 5)).double()
+
+
+class Wide(torch.nn.Module):
+    """model() and a parameter of 150,000 float64 values added to every logit as their sum:
+    the loss does not change (a softmax does not see a constant added to all its inputs), and
+    it costs little, but DDP puts it in a gradient bucket of its own after its first step
+    (bucket_cap_mb 0.1; one bucket at that step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = model()
+        self.big = torch.nn.Parameter(torch.zeros(150000, dtype=torch.float64))
+
+    def forward(self, x):
+        return self.net(x) + self.big.sum()
 
 
 def math(out):
@@ -72,6 +95,82 @@ def math(out):
     saved["reports"] = [json.loads(r.to_json()) for r in bal.end_epoch()]
     if rank == 0:
         torch.save(saved, out)
+
+
+HOOK_CALLS = []  # is_last() of each bucket hook_of("sleep:S") was called with
+
+
+def hook_of(name):
+    """(comm_hook, comm_state) for train()'s option "hook"."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if name == "allreduce":  # PyTorch's mean allreduce
+        return default_hooks.allreduce_hook, None
+    if name == "fp16":
+        return default_hooks.fp16_compress_hook, None
+    if name == "powersgd":  # vanilla allreduce at steps 1-2, rank-1 PowerSGD from step 3
+        return powerSGD_hook.powerSGD_hook, powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2)
+    if name == "sum":  # a hook that sums over the ranks (no division by the world size)
+        return (lambda group, bucket: dist.all_reduce(bucket.buffer(), async_op=True)
+                .get_future().then(lambda f: f.value()[0])), None
+    if name.startswith("sleep:"):  # allreduce_hook after sleeping that many s in every call
+        pause = float(name.split(":")[1])
+
+        def sleepy(group, bucket):
+            HOOK_CALLS.append(bucket.is_last())
+            time.sleep(pause)
+            return default_hooks.allreduce_hook(group, bucket)
+        return sleepy, None
+    raise SystemExit(f"worker.py: unknown hook {name}")
+
+
+def train(out, options):
+    """Options (JSON): policy, epochs (1), lr (0.5), momentum (0), hook (hook_of's name),
+    wide (Wide() with bucket_cap_mb 0.1), average_every, average_after_epochs,
+    average_optimizer, rebalance_every, state_at (save the Balancer's state_dict after that
+    many steps, and what a new Balancer holds after loading it)."""
+    o = dict({"policy": "fixed:100,28", "epochs": 1, "lr": 0.5, "momentum": 0.0}, **options)
+    rank = dist.get_rank()
+    ddp = (DistributedDataParallel(Wide(), bucket_cap_mb=0.1) if o.get("wide") else
+           DistributedDataParallel(model()))
+    train = data()
+    hook, state = hook_of(o["hook"]) if "hook" in o else (None, None)
+    bal = dbs.torch.Balancer(ddp, len(train), B, policy=o["policy"], seed=5, comm_hook=hook,
+                             comm_state=state, average_every=o.get("average_every"),
+                             average_after_epochs=o.get("average_after_epochs", 0),
+                             average_optimizer=o.get("average_optimizer", "local"),
+                             rebalance_every=o.get("rebalance_every", 0))
+    opt = torch.optim.SGD(ddp.parameters(), lr=o["lr"], momentum=o["momentum"])
+    if o.get("average_every"):
+        opt = dbs.torch.LocalSGDOptimizer(opt, bal)
+    saved = {"params": [], "bytes": [], "sizes": [], "reports": [], "averages": []}
+    with dbs.torch.exchange.AllreduceBytes() as counted:
+        for epoch in range(o["epochs"]):
+            bal.set_epoch(epoch)
+            for x, y in DataLoader(train, batch_sampler=bal.sampler):
+                before = counted.bytes
+                loss = F.cross_entropy(ddp(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                saved["bytes"].append(counted.bytes - before)
+                saved["sizes"].append(len(y))
+                saved["params"].append([p.detach().clone() for p in ddp.module.parameters()])
+                saved["averages"].append(bal.averages)
+                if len(saved["sizes"]) == o.get("state_at"):
+                    saved["state"] = bal.state_dict()
+            saved["reports"].append([json.loads(r.to_json()) for r in bal.end_epoch()])
+    saved["momentum"] = [opt.state[p].get("momentum_buffer") for p in ddp.module.parameters()]
+    saved["reduces"] = bal.comm_hook_reduces
+    saved["hook_calls"] = HOOK_CALLS
+    if "state" in saved:
+        again = dbs.torch.Balancer(DistributedDataParallel(model()), len(train), B,
+                                   policy=o["policy"], seed=5,
+                                   average_every=o.get("average_every"),
+                                   average_after_epochs=o.get("average_after_epochs", 0))
+        again.load_state_dict(saved["state"])
+        saved["resumed"] = again.state_dict()
+    torch.save(saved, f"{out}.{rank}")
 
 
 def run(log, epochs, stop=None, resume=None):
@@ -169,20 +268,63 @@ def train_epoch(ddp, bal, loader, epoch=0):
         opt.step()
 
 
+def bad_exchange(case):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    ddp = DistributedDataParallel(model())
+    rank = dist.get_rank()
+    opts = {}
+    if case == "average-every-0":
+        opts = {"average_every": 0}
+    elif case == "rebalance-in-period":
+        opts = {"average_every": 4, "rebalance_every": 6}
+    elif case == "hook-with-averaging":
+        opts = {"average_every": 4, "comm_hook": default_hooks.fp16_compress_hook}
+    elif case == "average-optimizer-both":
+        opts = {"average_every": 4, "average_optimizer": "both"}
+    elif case == "average-after-epochs-alone":
+        opts = {"average_after_epochs": 1}
+    elif case == "hook-disagree":  # rank 1 compresses, rank 0 does not
+        opts = {"comm_hook": default_hooks.fp16_compress_hook if rank == 1 else None}
+    elif case == "wrong-shape":  # rank 1's hook returns 3 values at the first step
+        opts = {"comm_hook": lambda s, bucket: default_hooks.allreduce_hook(s, bucket).then(
+            lambda f: f.value()[:3] if rank == 1 else f.value())}
+    elif case == "wrong-shape-later":  # rank 0's hook returns a bigger tensor at step 2
+        calls = []
+
+        def later(s, bucket):
+            calls.append(1)
+            return default_hooks.allreduce_hook(s, bucket).then(
+                lambda f: torch.cat([f.value(), f.value()]) if rank == 0 and len(calls) == 2
+                else f.value())
+        opts = {"comm_hook": later}
+    elif case == "not-a-future":
+        opts = {"comm_hook": lambda s, bucket: bucket.buffer()}
+    elif case == "no-wrapper":
+        opts = {"average_every": 2}
+    else:
+        raise SystemExit(f"worker.py: unknown case {case}")
+    bal = dbs.torch.Balancer(ddp, N, B, policy="fixed:100,28", seed=5, **opts)
+    train_epoch(ddp, bal, DataLoader(data(), batch_sampler=bal.sampler))
+    bal.end_epoch()
+
+
+BAD_EXCHANGE = ["average-every-0", "rebalance-in-period", "hook-with-averaging",
+                "average-optimizer-both", "average-after-epochs-alone", "hook-disagree",
+                "wrong-shape", "wrong-shape-later", "not-a-future", "no-wrapper"]
 BAD_EMBEDDED = ["world-plan", "disagree", "small-dataset", "set-epoch", "state-before-end",
                 "loader-bypass"]
 BAD_DAEMON = ["world-plan", "disagree", "small-dataset", "fixed-length", "no-job", "bad-address",
               "job-disagree", "token-one-rank"]
 
 
-def bad_each(cases, scheduler=""):
+def bad_each(cases, scheduler="", run=bad):
     """Each case must raise on every rank (a rank that did not would wait in the next case's
     collectives, and the test's timeout ends the run)."""
     for case in cases:
         try:
-            bad(case, scheduler)
+            run(case, scheduler) if run is bad else run(case)
             print(f"{case}: no exception", flush=True)
-        except (ValueError, dbs.Error) as e:
+        except (ValueError, RuntimeError, dbs.Error) as e:
             also = "" if isinstance(e, ValueError) else " (not a ValueError)"
             print(f"{case}: {type(e).__name__}{also}: {e}", flush=True)
 
@@ -236,6 +378,10 @@ if __name__ == "__main__":
         pos = [a for a in rest if a != "--resume" and a != resume]
         stop = (int(pos[2]), int(pos[3]), pos[4]) if len(pos) > 2 else None
         run(pos[0], int(pos[1]), stop, resume)
+    elif mode == "train":
+        train(rest[0], json.loads(rest[1]))
+    elif mode == "bad-exchange":
+        bad_each(BAD_EXCHANGE, run=bad_exchange)
     elif mode == "bad-daemon":
         bad_each(BAD_DAEMON, rest[0])
     elif mode == "bad":

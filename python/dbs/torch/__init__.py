@@ -16,11 +16,16 @@ a plan for another job also raises dbs.PlanError on every rank, the embedded pla
 balancer.close() after the last epoch says goodbye to it. Balancer(..., trace="run.jsonl")
 records the run for dbs-scheduler replay. balancer.state_dict() / load_state_dict() resume a
 run, whose loop then starts at balancer.epoch. Bad settings raise dbs.ConfigError (a
-ValueError) on every rank. See docs/guides/pytorch.md.
+ValueError) on every rank.
+Balancer(..., comm_hook=fp16_compress_hook) composes dbs with a DDP communication hook;
+Balancer(..., average_every=H) with opt = dbs.torch.LocalSGDOptimizer(opt, balancer) trains
+local SGD with sample-weighted model averages. See docs/guides/pytorch.md.
 """
 
+from dbs.torch.averaging import LocalSGDOptimizer
 from dbs.torch.balancer import Balancer
 from dbs.torch.launch import destroy_process_group, init_process_group, ranks
 from dbs.torch.sampler import BatchSampler
 
-__all__ = ["Balancer", "BatchSampler", "destroy_process_group", "init_process_group", "ranks"]
+__all__ = ["Balancer", "BatchSampler", "LocalSGDOptimizer", "destroy_process_group",
+           "init_process_group", "ranks"]

@@ -3,7 +3,9 @@
 It owns the planner (the library's make_planner, its collectives over torch.distributed), the
 position in the run (epoch, steps done) and this rank's step timings. Its batch sampler yields
 this rank's samples under the plan in force; its DDP communication hook weights unequal local
-batches into the global-batch mean and times each step. At the end of an epoch (and every
+batches into the global-batch mean (handing them to the user's own hook when given, as
+exchange.py says) and times each step; with average_every it trains local SGD between weighted
+model averages instead (averaging.py). At the end of an epoch (and every
 `rebalance_every` steps) the ranks allgather their reports and each runs the policy on the same
 reports, so all decide the same plan. With `scheduler=HOST:PORT` the end-of-epoch plan comes
 from dbs-scheduler serve instead (over TLS with `tls_ca`, the ranks proving who they are with
@@ -26,6 +28,8 @@ import torch.distributed as dist
 
 import dbs
 from dbs import _dbs
+from dbs.torch.averaging import Averaging, check_averaging_options
+from dbs.torch.exchange import Local, UserHook, WeightedSum, check_hook_options, hook_name
 from dbs.torch.hook import StepClock
 from dbs.torch.sampler import BatchSampler
 from dbs.torch.trace import Recorder, run_config
@@ -65,6 +69,16 @@ class Balancer:
                      other ranks' value is not used; None = no trace); its folder is made.
                      `dbs-scheduler replay` reads it, under every policy, static included
 
+    comm_hook, comm_state: a DDP communication hook (fp16_compress_hook, powerSGD_hook, ...)
+                     and its state (the process group, a PowerSGDState): dbs weights each
+                     bucket and hands it to the hook, which exchanges it (exchange.py)
+    average_every:   H: local SGD, the models averaged every H steps of an epoch and at its
+                     end, weighted by the samples each rank trained (averaging.py; wrap the
+                     optimizer in dbs.torch.LocalSGDOptimizer); None = synchronous
+    average_after_epochs: with average_every, the first epochs trained synchronously
+    average_optimizer: with average_every, the optimizer's state stays each rank's own
+                     ("local") or is averaged with the parameters ("mean")
+
     Resume: save state_dict() with the model's and the optimizer's, and after a restart
     load_state_dict() it before the first epoch: the run is then at epoch `balancer.epoch`
     (the next one not finished), so the loop runs `for epoch in range(balancer.epoch, epochs)`.
@@ -76,7 +90,8 @@ class Balancer:
                  rebalance_every=0, min_batch=1, max_batch=0, min_gain=0.02, slowdown=None,
                  group=None, scheduler="", job="", token_file="", scheduler_timeout=10.0,
                  scheduler_connect_timeout=2.0, tls_ca=None, auth="auto", munge_socket=None,
-                 trace=None):
+                 trace=None, comm_hook=None, comm_state=None, average_every=None,
+                 average_after_epochs=0, average_optimizer="local"):
         if not dist.is_initialized():
             raise dbs.ConfigError("dbs.torch.Balancer: torch.distributed is not initialised "
                                   "(call dbs.torch.init_process_group() first)")
@@ -95,6 +110,11 @@ class Balancer:
         self.dataset_size = int(dataset_size)
         self.global_batch = int(global_batch)
         self.scheduler, self.job = str(scheduler or ""), str(job or "")
+        self.exchange_settings = {
+            "comm_hook": hook_name(comm_hook) if comm_hook is not None else None,
+            "average_every": None if average_every is None else int(average_every),
+            "average_after_epochs": int(average_after_epochs),
+            "average_optimizer": str(average_optimizer)}
         if self.scheduler and not self.job:
             raise dbs.ConfigError("dbs.torch.Balancer: scheduler needs job, the job id at the daemon "
                              "(the same on every rank, e.g. slurm-$SLURM_JOB_ID)")
@@ -112,6 +132,11 @@ class Balancer:
         if self.settings.rebalance_every < 0:
             raise dbs.ConfigError("dbs.torch.Balancer: rebalance_every must be >= 0, got "
                              f"{self.settings.rebalance_every}")
+        check_hook_options(comm_hook, comm_state)
+        x = self.exchange_settings
+        check_averaging_options(x["average_every"], x["average_after_epochs"],
+                                x["average_optimizer"], self.settings.rebalance_every,
+                                comm_hook)
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
         self._trace = Recorder(trace, group)  # checks rank 0's path; opened at the first epoch
         self._run = run_config(model, seed=self.seed) if self._trace.on else None
@@ -136,6 +161,12 @@ class Balancer:
         # where the plan in force came from: "initial", "embedded", "daemon",
         # "embedded-fallback" (the daemon's plan was not usable), "rebalance" or "resumed"
         self.source = "initial"
+        self._sync = (UserHook(comm_hook, comm_state, self.world, group) if comm_hook
+                      is not None else WeightedSum())  # the exchange of synchronous steps
+        self._averaging = (Averaging(x["average_every"], x["average_after_epochs"],
+                                     x["average_optimizer"] == "mean", self.world, group)
+                           if x["average_every"] is not None else None)
+        self._params = [p for p in model.parameters() if p.requires_grad]
         self._clock = StepClock(self)  # its timer's steps: this epoch's on this rank
         model.register_forward_pre_hook(self._clock.forward_pre_hook)
         model.register_comm_hook(group, self._clock.comm_hook)
@@ -149,7 +180,8 @@ class Balancer:
     # The settings every rank must share: checked once, on all ranks, so every rank raises.
     def _agree(self):
         mine = {"settings": json.loads(self.settings.to_json()), "seed": self.seed,
-                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job}
+                "dataset_size": self.dataset_size, "scheduler": self.scheduler, "job": self.job,
+                "exchange": self.exchange_settings}
         every = [None] * self.world
         dist.all_gather_object(every, mine, group=self.group)
         for rank, theirs in enumerate(every):
@@ -214,7 +246,73 @@ class Balancer:
         return self._clock.timer.steps
 
     def _step_done(self):
+        if self._averaging is not None and self._averaging.local(self.epoch):
+            start = self._done * self.global_batch
+            sizes = _dbs.step_batch(self.plan, min(self.global_batch, self.dataset_size - start))
+            self._averaging.stepped(sizes, self._done + 1, self.steps_per_epoch)
         self._done += 1
+
+    def _exchange(self):
+        """The exchange of the step about to run (exchange.py)."""
+        if self._averaging is not None and self._averaging.local(self.epoch):
+            return _LOCAL
+        return self._sync
+
+    @property
+    def comm_hook_reduces(self):
+        """With comm_hook: "mean" or "sum", what the hook was found to return over the ranks
+        at the first step (None before it, and without comm_hook)."""
+        return getattr(self._sync, "reduces", None)
+
+    @property
+    def averages(self):
+        """Model averages made by this process (0 without average_every)."""
+        return 0 if self._averaging is None else self._averaging.count
+
+    def _attach_optimizer(self, optimizer):
+        """LocalSGDOptimizer's: the optimizer whose updates end with the averages."""
+        if self._averaging is None:
+            raise ValueError("dbs.torch.LocalSGDOptimizer: the Balancer has no average_every "
+                             "(it trains synchronously: use the optimizer as it is)")
+        if self._averaging.optimizer is not None:
+            raise ValueError("dbs.torch.LocalSGDOptimizer: the Balancer's optimizer is "
+                             "wrapped already")
+        self._averaging.optimizer = optimizer
+
+    def _after_update(self):
+        """After the optimizer's update (LocalSGDOptimizer.step): the model average when one
+        is due; its time is the last step's comm time (hook.py)."""
+        a = self._averaging
+        if a is None or not a.owed:
+            return
+        wall, proc = time.perf_counter(), time.process_time()
+        a.average(self._params, self.rank)
+        self._clock.timer.exchanged(time.perf_counter() - wall, time.process_time() - proc)
+
+    def _before_step_forward(self):
+        """At the first forward of a training step, on every rank: what must hold or be
+        settled before it (the averaging's optimizer, a communication hook's check)."""
+        if self._averaging is not None:
+            self._averaging.require(f"epoch {self.epoch} (0-based), step {self._done + 1}")
+        self._settle()
+
+    def _settle(self):
+        """The communication hook's pending check, on every rank (a collective; exchange.py):
+        raises its fault. Its waiting is not the next step's work."""
+        steps = self._clock.timer.count
+        if not self._sync.pending(steps):
+            return
+        cpu, wall, proc = time.thread_time(), time.perf_counter(), time.process_time()
+        try:
+            self._sync.settle(steps, self._gather_objects)
+        finally:
+            self.overhead_s += time.thread_time() - cpu
+            self._clock.timer.exclude(time.perf_counter() - wall, time.process_time() - proc)
+
+    def _gather_objects(self, obj):
+        every = [None] * self.world
+        dist.all_gather_object(every, obj, group=self.group)
+        return every
 
     def work_s(self):
         """This rank's work seconds in the epoch in progress (or the last finished one): its
@@ -246,7 +344,9 @@ class Balancer:
 
     def _before_step(self, step):
         k = self.settings.rebalance_every
-        if k == 0 or (step - self._window) % k != 0:
+        # with averaging every K steps of the epoch, at averages (K is a multiple of H)
+        since = step if self._averaging is not None else step - self._window
+        if k == 0 or since % k != 0:
             return
         cpu, wall, proc = time.thread_time(), time.perf_counter(), time.process_time()
         try:
@@ -319,6 +419,9 @@ class Balancer:
             raise dbs.ConfigError(f"dbs.torch: end_epoch after {self._done} of "
                                   f"{self.steps_per_epoch} steps of epoch {self.epoch}: call "
                                   "it once the DataLoader was iterated to its end")
+        if self._averaging is not None:
+            self._averaging.require(f"end of epoch {self.epoch} (0-based)")
+        self._settle()
         first = self._done - len(self._steps)
         self.reports = self._gather(self._report(first))
         planning = self.reports
@@ -369,10 +472,13 @@ class Balancer:
                     "its end: call balancer.end_epoch() on every rank after the epoch's loop, "
                     "then state_dict()")
             epoch, done = epoch + 1, 0
-        return {"version": STATE_VERSION, "epoch": epoch, "step": done,
-                "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
-                "settings": self.settings.to_json(), "seed": self.seed,
-                "dataset_size": self.dataset_size, "world": self.world}
+        state = {"version": STATE_VERSION, "epoch": epoch, "step": done,
+                 "plan": self.plan.to_json(), "policy_state": list(self._planner.state()),
+                 "settings": self.settings.to_json(), "seed": self.seed,
+                 "dataset_size": self.dataset_size, "world": self.world}
+        if self._averaging is not None:  # each rank's samples since the last average
+            state["averaging"] = self._averaging.state()
+        return state
 
     def load_state_dict(self, state):
         """Continues the run a state_dict() was taken from, on every rank, before its first
@@ -401,12 +507,17 @@ class Balancer:
         if not 0 <= state["step"] < self.steps_per_epoch:
             raise dbs.ConfigError(f"dbs.torch: state_dict field 'step' is {state['step']}, an "
                                   f"epoch has {self.steps_per_epoch} steps")
+        if self._averaging is not None:
+            self._averaging.load(state.get("averaging", {}), self.world)
         self._planner.set_state(plan, [float(x) for x in state["policy_state"]])
         self.epoch, self._done = int(state["epoch"]), int(state["step"])
         self._clock.timer.take()
         self._reported, self._window, self.replans = False, self._done, 0
         self._given = self._done
         self.source = "resumed"
+
+
+_LOCAL = Local()
 
 
 def _flat(d, prefix=""):

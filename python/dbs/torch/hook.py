@@ -10,9 +10,11 @@ the rank does between two gradient allreduces: the previous step's optimizer upd
 batch, forward + backward. Its window opens when the previous step's allreduce ends (the latest
 completion among its buckets), or, for an epoch's first step, when the epoch's first batch is
 asked for (StepTimer.begin); it closes when the last gradient bucket is handed to the allreduce
-(the end of backward). The allreduce and the wait for the other ranks are its comm time, not
-work; in-epoch re-plans inside the window are left out (StepTimer.exclude). Compute is forward +
-backward alone (the first forward with gradients on, in training mode, to the end of backward).
+(the end of backward). The exchange (dbs's allreduce, a user's communication hook, a model
+average) and the wait for the other ranks are its comm time, not work; in-epoch re-plans inside
+the window are left out (StepTimer.exclude). Compute is forward + backward alone (the first
+forward with gradients on, in training mode, to the end of backward), without the exchange's
+own time inside backward: the hooks of the buckets before the last run there, between layers.
 An injected slowdown (experiments) sleeps after backward and counts as compute and work. On a
 rank held to a CPU quota below torch's threads the work time is the larger of its wall time and
 its process CPU time over the quota (the time at the rate the quota sustains), as in dbs-agent.
@@ -24,7 +26,6 @@ import threading
 import time
 
 import torch
-import torch.distributed as dist
 
 import dbs
 from dbs import _dbs
@@ -52,6 +53,7 @@ class StepTimer:
         self._lock = threading.Lock()
         self._origin = None    # (wall, cpu) where the next step's work window opened
         self._skip = (0.0, 0.0)  # (wall, cpu) s inside the open window that are not work
+        self._step_skip = 0.0  # wall s inside the step in progress that are not compute
         self._start = None     # wall s at the step's first forward; None between steps
         self._ended = None     # (wall, cpu) at the end of the last step's backward
         self._samples = 0
@@ -67,8 +69,23 @@ class StepTimer:
             self._origin, self._skip, self._ended = self._clock(), (0.0, 0.0), None
 
     def exclude(self, wall_s, cpu_s):
-        """wall_s / cpu_s seconds inside the open window were not work (a re-plan's collectives)."""
-        self._skip = (self._skip[0] + wall_s, self._skip[1] + cpu_s)
+        """wall_s / cpu_s seconds inside the open window were not work (a re-plan's collectives,
+        an exchange started inside backward); inside a step (between its forward and the end of
+        its backward) not compute either."""
+        with self._lock:
+            self._skip = (self._skip[0] + wall_s, self._skip[1] + cpu_s)
+            if self._start is not None:
+                self._step_skip += wall_s
+
+    def exchanged(self, wall_s, cpu_s):
+        """An exchange after the last step's backward and outside its hooks (a model average)
+        took wall_s / cpu_s: the last step's comm time, not the next step's work."""
+        with self._lock:
+            self._skip = (self._skip[0] + wall_s, self._skip[1] + cpu_s)
+            if self.steps:
+                self.steps[-1][2] += wall_s
+            if self._last is not None:  # the epoch's span ends after the average
+                self._last = self._clock()
 
     def in_step(self):
         return self._start is not None
@@ -92,17 +109,18 @@ class StepTimer:
         end = self._clock()
         slept = 0.0
         if slowdown is not None:
-            pause = slowdown(end[0] - self._start)
+            pause = slowdown(end[0] - self._start - self._step_skip)
             if pause > 0:
                 time.sleep(pause)
                 slept, end = pause, self._clock()
-        compute = end[0] - self._start
         with self._lock:
+            compute = end[0] - self._start - self._step_skip
             origin, skip = self._origin, self._skip
             self._origin, self._skip, self._ended = None, (0.0, 0.0), end
             if self._first is None:
                 self._first = origin
             self._last, self._slept = end, self._slept + slept
+            self._step_skip = 0.0
             work = end[0] - origin[0] - skip[0]
             if self.held_to > 0:
                 work = max(work, (end[1] - origin[1] - skip[1]) / self.held_to)
@@ -147,18 +165,22 @@ class StepTimer:
 
 
 class StepClock:
-    """The Balancer's hooks: the weight b_i / B_s of the step in progress, and its timing."""
+    """The Balancer's hooks: the weight b_i / B_s of the step in progress, its exchange
+    (exchange.py) and its timing."""
 
     def __init__(self, owner):
-        self.owner = owner      # the Balancer: step sizes and where finished steps go
+        self.owner = owner      # the Balancer: step sizes, exchanges, where finished steps go
         self.timer = StepTimer()
         self.weight = 1.0       # b_i / B_s of the step in progress
+        self.exchange = None    # the exchange of the step in progress
 
     def forward_pre_hook(self, module, inputs):
         if not self.timer.in_step() and module.training and torch.is_grad_enabled():
+            self.owner._before_step_forward()  # collectives of every rank, may raise
             cpu = time.thread_time()
             local, total = self.owner._step_sizes()
             self.weight = local / total
+            self.exchange = self.owner._exchange()
             self.timer.forward(local)
             self.owner.overhead_s += time.thread_time() - cpu
 
@@ -177,12 +199,18 @@ class StepClock:
                 cpu = time.thread_time()
             self.owner._step_done()
         step = self.timer.count - 1 if last else self.timer.count
-        buf = bucket.buffer()
-        buf.mul_(self.weight)
+        exchange = self.exchange
+        if exchange.scale is not None:
+            bucket.buffer().mul_(self.weight * exchange.scale)
         self.owner.overhead_s += time.thread_time() - cpu
-        return (dist.all_reduce(buf, group=group, async_op=True).get_future()
-                .then(lambda fut: self._done(fut, step)))
+        start = _now()
+        fut = exchange.launch(group, bucket, step)
+        if not last:  # inside backward: the exchange's own time is neither compute nor work
+            end = _now()
+            self.timer.exclude(end[0] - start[0], end[1] - start[1])
+        return fut.then(lambda f: self._done(f, step))
 
     def _done(self, fut, step):
         self.timer.allreduced(step)
-        return fut.value()[0]
+        v = fut.value()
+        return v[0] if isinstance(v, (list, tuple)) else v
