@@ -1,5 +1,6 @@
 #include "lib/replay/synth.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -243,6 +244,15 @@ Cluster cluster_of(const Spec& s) {
       for (double& x : v) x *= std::exp(s.noise * normal(rng));
     }
   }
+  std::vector<double> alpha;
+  for (const NodeType& t : s.nodes) alpha.insert(alpha.end(), t.count, t.alpha_s);
+  if (std::any_of(alpha.begin(), alpha.end(), [](double a) { return a > 0; })) {
+    // A fixed cost per step: the ranks report their work times, as the agent's do, so that
+    // dbs plans by its cost model and replay can fit the fixed cost back.
+    c.alpha.assign(c.base.size(), alpha);
+    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
+                                                                     Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
+  }
   return c;
 }
 
@@ -268,13 +278,6 @@ CostModel cost_of(const Spec& s) {
 }
 
 std::string synthesize(const Spec& s) {
-  for (std::size_t k = 0; k < s.nodes.size(); ++k) {
-    if (s.nodes[k].alpha_s > 0)
-      throw InputError(s.name + ": nodes[" + std::to_string(k) + "] ('" + s.nodes[k].name +
-                       "'): alpha_s " + json(s.nodes[k].alpha_s).dump() +
-                       ": replay's simulator costs a step as b / throughput; emulate this spec "
-                       "with dbs-agent --model synthetic --cluster SPEC");
-  }
   const Cluster c = cluster_of(s);
   const SimResult r = simulate(c, cost_of(s), s.settings);
   json hosts = json::array(), disturb = json::array();

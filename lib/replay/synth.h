@@ -20,7 +20,7 @@
 
 namespace dbs::replay {
 
-// `count` ranks of one kind.
+// `count` ranks of one kind: a step of b samples costs one alpha_s + b / throughput seconds.
 struct NodeType {
   std::string name;
   int count = 1;
@@ -74,8 +74,8 @@ std::vector<std::vector<policy::Cost>> costs_of(const Spec& spec);
 
 // The trace of the spec's cluster trained under the spec's policy: header, plans, disturbance,
 // rank and eval records as dbs-agent writes them (no loss or accuracy: there is no model).
-// Figures are rounded to 7 significant digits to keep big traces small. Throws InputError for a
-// spec with a node type of alpha_s > 0: the simulator costs a step as b / v (model.h).
+// Figures are rounded to 7 significant digits to keep big traces small. A step of b samples costs
+// rank i alpha_i + b / v_i (model.h).
 std::string synthesize(const Spec& spec);
 
 }  // namespace dbs::replay

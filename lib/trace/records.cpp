@@ -136,7 +136,7 @@ json to_json(const CpuRecord& r) {
   return {{"type", "cpu"},           {"epoch", r.epoch + 1},
           {"rank", r.rank},          {"host", r.host},
           {"quota_cores", r.quota_cores}, {"nr_throttled", r.nr_throttled},
-          {"throttled_s", r.throttled_s}};
+          {"throttled_s", r.throttled_s}, {"period_s", r.period_s}};
 }
 
 CpuRecord cpu_from_json(const Fields& f) {
@@ -147,6 +147,7 @@ CpuRecord cpu_from_json(const Fields& f) {
   r.quota_cores = f.number("quota_cores", 0);
   r.nr_throttled = f.integer("nr_throttled", 0);
   r.throttled_s = f.number("throttled_s", 0);
+  r.period_s = f.number_or("period_s", 0, 0);
   return r;
 }
 

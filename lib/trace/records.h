@@ -95,6 +95,7 @@ struct CpuRecord {
   double quota_cores = 0;         // 0 = no quota
   std::int64_t nr_throttled = 0;  // quota periods throttled
   double throttled_s = 0;         // seconds throttled
+  double period_s = 0;            // the quota's CFS period, seconds (0 = not recorded)
 };
 nlohmann::json to_json(const CpuRecord& r);
 CpuRecord cpu_from_json(const Fields& f);

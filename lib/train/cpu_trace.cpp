@@ -13,6 +13,7 @@ namespace dbs::train {
 std::vector<policy::Report> Trainer::gather_epoch(std::int64_t epoch, const policy::Report& report) {
   struct Cpu {
     double cores = 0;          // 0 = no quota
+    double period_s = 0;       // the quota's period
     double throttled_s = 0;
     std::int64_t nr_throttled = 0;
     std::int64_t known = 0;    // 1 when read
@@ -24,7 +25,7 @@ std::vector<policy::Report> Trainer::gather_epoch(std::int64_t epoch, const poli
   };
   static_assert(std::is_trivially_copyable_v<Figures>);
   Figures mine{report, timing_, {}};
-  if (const auto q = read_cpu_quota()) mine.cpu = {q->cores, q->throttled_s, q->nr_throttled, 1};
+  if (const auto q = read_cpu_quota()) mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
@@ -41,7 +42,8 @@ std::vector<policy::Report> Trainer::gather_epoch(std::int64_t epoch, const poli
     const Cpu& s = all[static_cast<std::size_t>(r)].cpu;
     if (s.known == 0 || (s.cores == 0 && s.nr_throttled == 0)) continue;
     trace_->write(trace::to_json(
-        trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores, s.nr_throttled, s.throttled_s}));
+        trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores, s.nr_throttled,
+                         s.throttled_s, s.period_s}));
   }
   return reports;
 }

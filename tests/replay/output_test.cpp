@@ -60,8 +60,8 @@ TEST_CASE("Summary.Json.SpeedupAgainstStaticEvenWhenNotCompared") {
 
 TEST_CASE("Summary.Text.OneColumnPerPolicyAndTotals") {
   const std::string one = text_summary(replay_speeds("[1, 0.5]", {}));
-  CHECK(one.find("epoch  time_s  ideal_s  efficiency  changes  recorded_s  error") !=
-        std::string::npos);
+  CHECK(one.find("epoch  time_s  ideal_s  efficiency  changes  balanced  imbalance  exchange  "
+                 "overhead  recorded_s  error") != std::string::npos);
   CHECK(one.find("speedup over static: 1.000x") != std::string::npos);
   const std::string many =
       text_summary(replay_speeds("[1, 0.5]", {"dbs", "static", "fixed:170,86"}));
