@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "agents/cluster.h"
 #include "lib/api/remote.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
@@ -100,7 +101,10 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--train-subset", c.train_subset, "train only on the samples listed in this file (written by dbs-agent filter; indices after --train-limit)")->group(data);
 
   const char* const model = "Model and optimisation";
-  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params) or lenet (small)")->capture_default_str()->check(CLI::IsMember(nn::model_names()))->group(model);
+  std::vector<std::string> models = nn::model_names();
+  models.push_back("synthetic");
+  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params), lenet (small) or synthetic (an emulated cluster: every rank waits the step cost --cluster gives it; no data is read)")->capture_default_str()->check(CLI::IsMember(models))->group(model);
+  app.add_option("--cluster", o.cluster_path, "the cluster spec --model synthetic emulates (the format of replay --synthesize); its epochs, samples, batch, policy and disturbances apply unless given here, and contradicting them is an error")->group(model);
   app.add_option("--epochs", c.epochs, "epochs to train (in total, resumed ones included)")->capture_default_str()->check(between(1, 1000000))->group(model);
   app.add_option("--batch", c.global_batch, "global batch: samples per step over all ranks")->capture_default_str()->check(at_least(1))->group(model);
   app.add_option("--optimizer", c.optimizer, "sgd, adam or rmsprop")->capture_default_str()->check(CLI::IsMember({"sgd", "adam", "rmsprop"}))->group(model);
@@ -188,8 +192,11 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
       api::check_tls_ca(sc.tls_ca, "--tls-ca");
     }
+    apply_cluster(o, [&app](const char* option) { return app.count(option) > 0; });
+    if (o.cluster && launcher_world() > 0) check_world(*o.cluster, o.cluster_path, launcher_world());
     check_policy(c);
-    if (!fs::is_directory(c.data_dir)) throw ConfigError("--data " + c.data_dir + ": no such folder");
+    if (!o.cluster && !fs::is_directory(c.data_dir))
+      throw ConfigError("--data " + c.data_dir + ": no such folder");
     if (!c.metrics_path.empty() && !c.metrics_path.ends_with(".csv") && !c.metrics_path.ends_with(".jsonl"))
       throw ConfigError("--metrics " + c.metrics_path + ": the name must end in .csv or .jsonl");
     prepare_file(c.summary_path, "--summary");

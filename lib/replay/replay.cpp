@@ -44,8 +44,10 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
   Replay r;
   r.path = trace.path;
   r.header = trace.header;
-  r.cluster = cluster_from_trace(trace);
+  std::vector<RankFit> ranks;
+  r.cluster = cluster_from_trace(trace, &ranks);
   r.fit = fit_cost(trace, r.cluster, options.cost);
+  r.fit.ranks = std::move(ranks);
   for (const EpochRecords& e : trace.epochs) {
     r.recorded_s.push_back(e.wall_s);
     r.recorded_total_s += e.wall_s;

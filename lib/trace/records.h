@@ -16,6 +16,19 @@
 
 namespace dbs::trace {
 
+// Rank 0's control plane at the end of an epoch, seconds: what the epoch's end costs besides its
+// steps (and the evaluation, the trace and the checkpoint).
+struct Control {
+  double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures
+  double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
+                         // agreement on it (daemon_s of it)
+  double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)
+  double check_s = 0;    // the allgather that checks every rank holds the same plan and parameters
+  double total_s() const { return reports_s + plan_s + check_s; }
+};
+nlohmann::json to_json(const Control& c);
+Control control_from_json(const Fields& f);
+
 // "eval": the end of an epoch.
 struct Eval {
   std::int64_t epoch = 0;
@@ -34,6 +47,7 @@ struct Eval {
   double busy_ideal_s = 0;
   // The daemon's: ranks whose reports it planned without (at its report timeout).
   std::vector<int> missing;
+  std::optional<Control> control;  // the agent's
 };
 // An eval of `samples` samples trained in wall_s by ranks of these throughputs (samples/s;
 // ideal_s is policy::ideal_time of them).
@@ -82,6 +96,7 @@ struct CpuRecord {
   double quota_cores = 0;         // 0 = no quota
   std::int64_t nr_throttled = 0;  // quota periods throttled
   double throttled_s = 0;         // seconds throttled
+  double period_s = 0;            // the quota's CFS period, seconds (0 = not recorded)
 };
 nlohmann::json to_json(const CpuRecord& r);
 CpuRecord cpu_from_json(const Fields& f);

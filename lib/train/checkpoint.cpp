@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
@@ -47,6 +48,12 @@ nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohma
                        {"policy", c.policy}};
   // Which samples: a --train-subset of the same size (the random control) is another run.
   if (!subset.is_null()) id["train_subset_hash"] = subset.at("hash");
+  // Another emulated cluster is another run; more epochs of it are not.
+  if (!c.synthetic.is_null()) {
+    id["synthetic"] = c.synthetic;
+    id["synthetic"].erase("epochs");
+    id["synthetic"].erase("comment");
+  }
   return id;
 }
 
@@ -57,6 +64,11 @@ nlohmann::json result_json(const EpochResult& r) {
           {"throughput", r.throughput}, {"replans", r.replans}, {"averages", r.averages}};
 }
 
+// A loss or accuracy: null where it was NaN (not evaluated, or diverged).
+double figure(const nlohmann::json& v) {
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
 EpochResult result_from(const nlohmann::json& j) {
   EpochResult r;
   r.epoch = j.at("epoch");
@@ -64,9 +76,9 @@ EpochResult result_from(const nlohmann::json& j) {
   r.images_per_s = j.at("images_per_s");
   r.ideal_s = j.at("ideal_s");
   r.efficiency = j.at("efficiency");
-  r.train_loss = j.at("train_loss");
-  r.test_loss = j.at("test_loss");
-  r.test_acc = j.at("test_acc");
+  r.train_loss = figure(j.at("train_loss"));
+  r.test_loss = figure(j.at("test_loss"));
+  r.test_acc = figure(j.at("test_acc"));
   r.batch = j.at("batch").get<std::vector<int>>();
   r.throughput = j.at("throughput").get<std::vector<double>>();
   r.replans = j.at("replans");

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/optim/optimizer.h"
 #include "lib/optim/schedule.h"
 #include "lib/policy/plan.h"
@@ -54,6 +56,9 @@ struct Config : policy::Settings {
   // Under model averaging (Settings::average_every > 0, lib/train/local_sgd.h): local (each
   // rank keeps its own optimizer state) | mean (averaged with the parameters).
   std::string average_optimizer = "local";
+  nlohmann::json synthetic;             // the cluster spec of --model synthetic as given,
+                                        // recorded in the trace header and the checkpoint's
+                                        // identity (null: a real model)
 };
 
 // The policy settings of a run on a training set of `train_samples` samples before

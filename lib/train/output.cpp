@@ -43,6 +43,7 @@ nlohmann::json epoch_json(const EpochResult& r) {
     j["busy_ideal_s"] = r.busy_ideal_s;
   }
   if (r.averages > 0) j["averages"] = r.averages;
+  if (r.control) j["control"] = trace::to_json(*r.control);
   return j;
 }
 
@@ -52,7 +53,8 @@ nlohmann::json Trainer::config_json() const {
   const Config& c = config_;
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
-  nlohmann::json extra = {{"model", c.model},
+  nlohmann::json config = trace::run_config(settings_of(c, train_.n), comm_.size(),
+                           {{"model", c.model},
                             {"params", model_->param_count()},
                             {"hosts", hosts_},
                             {"threads", c.threads},
@@ -63,9 +65,10 @@ nlohmann::json Trainer::config_json() const {
                             {"test_samples", test_.n},
                             {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", waiting_}, {"update", c.update}, {"overlap", overlap_},
                             {"train_subset", subset_},
-                            {"disturb", dist}};
-  if (c.average_every > 0) extra["average_optimizer"] = c.average_optimizer;
-  return trace::run_config(settings_of(c, train_.n), comm_.size(), extra);
+                            {"disturb", dist}});
+  if (c.average_every > 0) config["average_optimizer"] = c.average_optimizer;
+  if (!c.synthetic.is_null()) config["synthetic"] = c.synthetic;
+  return config;
 }
 
 void Trainer::print_header() const {

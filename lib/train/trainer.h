@@ -47,6 +47,8 @@ struct EpochResult {
   // N / sum over ranks of samples_r / busy_r seconds: the epoch had every rank worked all of it
   // at the rate it had in this epoch, i.e. the best split for these speeds (0 = unknown).
   double busy_ideal_s = 0;
+  // Rank 0's control plane at the epoch's end (absent for an epoch read from a checkpoint).
+  std::optional<trace::Control> control;
 };
 
 struct RunResult {
@@ -72,11 +74,13 @@ void validate(const Config& config, int world, std::size_t n_train);
 class Trainer {
  public:
   // data is the full data set (every rank loads it; the plan decides which samples a rank
-  // computes); pass it moved to save a copy. planner makes every plan (nullptr: an embedded one
-  // of config.policy); it must be fresh, or restored by a resume. Throws ConfigError for a config
-  // validate() rejects.
+  // computes); pass it moved to save a copy. A data set without test samples is not evaluated:
+  // its epochs have no losses or accuracy (NaN here, absent from the trace). planner makes every
+  // plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.
+  // model is the model to train, for data's input shape (nullptr: nn::make_model of
+  // config.model). Throws ConfigError for a config validate() rejects.
   Trainer(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-          planner::Planner* planner = nullptr);
+          planner::Planner* planner = nullptr, std::unique_ptr<nn::Model> model = nullptr);
   // Trains (from the checkpoint with Config::resume) to Config::epochs. Stops early when any
   // rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured. Throws on any error;
   // the caller aborts the job.
@@ -101,6 +105,8 @@ class Trainer {
   void trace_epoch(const EpochResult& r, std::span<const policy::Report> reports,
                    const planner::Planned& next);
   detail::Interrupted interrupted(std::int64_t epoch, const detail::EpochStats& es);
+  // Test loss and accuracy (NaN without test samples) (a collective where there are some).
+  std::pair<double, double> evaluate();
   RunResult finish(RunResult out);
 
   // checkpoint.cpp: the checkpoint of everything needed to continue after results_.back(), the
@@ -116,9 +122,10 @@ class Trainer {
   // a checkpoint keeps every rank's.
   bool own_optimizer_states() const;
 
-  // cpu_trace.cpp: allgathers every rank's timing of `epoch` (into timings_) and CPU quota, and
-  // writes their timing and cpu records (a collective).
-  void trace_cpu(std::int64_t epoch);
+  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_) and CPU quota of
+  // `epoch` at once, and writes their timing and cpu records (a collective). Returns the reports
+  // in rank order.
+  std::vector<policy::Report> gather_epoch(std::int64_t epoch, const policy::Report& report);
 
   // output.cpp, rank 0's output.
   void print_header() const;
@@ -148,8 +155,8 @@ class Trainer {
   std::vector<trace::Timing> timings_;        // every rank's, of the last epoch
 };
 
-// Trainer(config, comm, data, planner).run().
+// Trainer(config, comm, data, planner, model).run().
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              planner::Planner* planner = nullptr);
+              planner::Planner* planner = nullptr, std::unique_ptr<nn::Model> model = nullptr);
 
 }  // namespace dbs::train

@@ -103,13 +103,13 @@ check_each(stdout, [
 # first or second step for what a hook returns).
 stdout = worker_cases("bad-exchange", timeout=180)
 check_each(stdout, [
-    ("average-every-0", "ValueError: dbs.torch.Balancer: average_every must be >= 1"),
-    ("rebalance-in-period", "ValueError: dbs.torch.Balancer: rebalance_every=6 is not a "
+    ("average-every-0", "ConfigError: dbs.torch.Balancer: average_every must be >= 1"),
+    ("rebalance-in-period", "ConfigError: dbs.torch.Balancer: rebalance_every=6 is not a "
                             "multiple of average_every=4"),
-    ("hook-with-averaging", "ValueError: dbs.torch.Balancer: comm_hook with average_every"),
-    ("average-optimizer-both", "ValueError: dbs.torch.Balancer: average_optimizer 'both': "
+    ("hook-with-averaging", "ConfigError: dbs.torch.Balancer: comm_hook with average_every"),
+    ("average-optimizer-both", "ConfigError: dbs.torch.Balancer: average_optimizer 'both': "
                                "expected 'local' (each rank's own) or 'mean' (averaged)"),
-    ("average-after-epochs-alone", "ValueError: dbs.torch.Balancer: average_after_epochs=1 "
+    ("average-after-epochs-alone", "ConfigError: dbs.torch.Balancer: average_after_epochs=1 "
                                    "without average_every"),
     ("hook-disagree", "ranks disagree on the settings: rank 1 has exchange.comm_hook="
                       "'torch.distributed.algorithms.ddp_comm_hooks.default_hooks."
@@ -118,7 +118,7 @@ check_each(stdout, [
                     "bucket of shape [293]"),
     ("wrong-shape-later", "later on rank 0, step 2, bucket 0: returned a tensor of shape [586]"),
     ("not-a-future", "returned Tensor, not a torch.futures.Future"),
-    ("no-wrapper", "RuntimeError: dbs.torch: epoch 0 (0-based), step 1: "
+    ("no-wrapper", "ConfigError: dbs.torch: epoch 0 (0-based), step 1: "
                    "Balancer(average_every=2) averages the models after the optimizer's update: "
                    "wrap the optimizer")], "")
 
