@@ -107,15 +107,24 @@ TEST_CASE("Spec.BadInput.OneClearErrorNamingTheField") {
         "s.json: disturbances[0]: 'ranks' names no rank");
 }
 
-TEST_CASE("Spec.Synthesize.RefusesAlphaTheSimulatorDoesNotModel") {
-  const Spec s = parse_spec(json::parse(R"({"epochs": 1, "nodes": [{"name": "x", "speed": 1,
-      "alpha_s": 0.002}]})"),
-                            "s.json");
-  std::string error;
-  try {
-    synthesize(s);
-  } catch (const dbs::InputError& e) {
-    error = e.what();
-  }
-  CHECK(error.starts_with("s.json: nodes[0] ('x'): alpha_s 0.002: replay's simulator costs"));
+TEST_CASE("Spec.Synthesize.CostsEveryStepItsAlpha") {
+  // 1,280 samples in steps of 128: 10 steps, each alpha_s = 0.01 s longer.
+  const auto wall = [](const std::string& node) {
+    const Spec s = parse_spec(json::parse(R"({"epochs": 1, "samples_per_epoch": 1280,
+        "global_batch": 128, "overhead_s": 0, "nodes": [)" + node + "]}"),
+                              "s.json");
+    const std::string trace = synthesize(s);
+    double w = -1;
+    for (std::size_t at = 0; at < trace.size();) {
+      const std::size_t end = trace.find('\n', at);
+      const json r = json::parse(trace.substr(at, end - at));
+      if (r["type"] == "eval") w = r["wall_s"].get<double>();
+      at = end == std::string::npos ? trace.size() : end + 1;
+    }
+    return w;
+  };
+  const double plain = wall(R"({"name": "x", "throughput": 1000})");
+  const double fixed = wall(R"({"name": "x", "throughput": 1000, "alpha_s": 0.01})");
+  CHECK(plain == doctest::Approx(1.28).epsilon(0.02));
+  CHECK(fixed - plain == doctest::Approx(0.1).epsilon(0.02));
 }
