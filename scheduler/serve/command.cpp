@@ -163,8 +163,9 @@ void add_job_key_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<Args>();
   auto* cmd = cli::add_command(
       app, action, "job-key",
-      "print the key of a job: its ranks present it instead of the daemon token (which only\n"
-      "creates jobs). Example, in a job script that can read the token:\n"
+      "print the key of a job: its ranks present it instead of the daemon token, which opens\n"
+      "every job (a key opens its own job only). Example, in a job script that can read the\n"
+      "token:\n"
       "  (umask 077; dbs-scheduler job-key --token-file /etc/dbs/token $JOB > key)\n"
       "  dbs-agent --scheduler head:7070 --job $JOB --token-file key ...",
       a, [](const Args& args) {
