@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# A measurement, not in the test suite: the gradient exchange over a rate-limited link (issue
-# 11, overlap and sharded update). Two nodes of the cluster bed at full cores
-# (DBS_CLUSTER_QUOTAS 1.0), each link limited by tbf to DBS_CLUSTER_RATES (default here
-# 200mbit); Open MPI talks TCP over the bridge. dbs-lab balance runs under srun: `static`
-# plain, with --overlap and with --update sharded, twice each, alternating, and prints its JSON
-# (steady_wall_s per run). Extra options go to dbs-lab balance (--runs replaces the runs; e.g.
+# A study on the cluster test bed (tests/cluster/cluster.sh): the gradient exchange over a
+# rate-limited link (overlap and the sharded update against the plain exchange). Two nodes of
+# the bed at full cores (DBS_CLUSTER_QUOTAS 1.0), each link limited by tbf to DBS_CLUSTER_RATES
+# (default here 200mbit); Open MPI talks TCP over the bridge. dbs-lab balance runs under srun:
+# `static` plain, with --overlap and with --update sharded, twice each, alternating, and prints
+# its JSON (steady_wall_s per run). Extra options go to dbs-lab balance (--runs replaces the runs; e.g.
 # --allreduce ring --runs static,static+sharded,static,static+sharded).
 # With `allreduce` first it times the exchanges alone instead: dbs-bench allreduce over the
 # link, by default the cnn's gradient in each of the training's exchanges, spinning and asleep
 # (other options after `allreduce` replace those).
-#   tests/cluster/measure_link.sh [dbs-lab balance options...]
-#   tests/cluster/measure_link.sh allreduce [dbs-bench allreduce options...]
+#   lab/experiments/cluster_link.sh [dbs-lab balance options...]
+#   lab/experiments/cluster_link.sh allreduce [dbs-bench allreduce options...]
 export DBS_CLUSTER_NODES=${DBS_CLUSTER_NODES:-2}
 export DBS_CLUSTER_QUOTAS=${DBS_CLUSTER_QUOTAS:-1.0}
 export DBS_CLUSTER_RATES=${DBS_CLUSTER_RATES:-200mbit}
-source "$(dirname "$0")/lib/test.bash"
+# The cluster test bed and its helpers (bring it up, fail, $BUILD) are the cluster tests'.
+source "$(dirname "$0")/../../tests/cluster/lib/test.bash"
 test_cluster_up >/dev/null
 BENCH=$BUILD/bench/dbs-bench LAB=$BUILD/lab/dbs-lab
 echo "nodes $NODES, quota $DBS_CLUSTER_QUOTAS, link $DBS_CLUSTER_RATES;" \

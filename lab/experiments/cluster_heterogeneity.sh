@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Cluster test 6 (a measurement, not in the test suite): per-epoch wall time of `static` and
-# `dbs` on nodes of CPU quotas 1.0 / 0.5 / 0.25 against the ideal N / sum(v_i), where v_i is node
-# i's stand-alone throughput under its quota, measured alone on the node. Prints a Markdown table.
-#   tests/cluster/measure_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
+# A study on the cluster test bed (tests/cluster/cluster.sh): per-epoch wall time of `static`
+# and `dbs` on nodes of CPU quotas 1.0 / 0.5 / 0.25 against the ideal N / sum(v_i), where v_i is
+# node i's stand-alone throughput under its quota, measured alone on the node. Prints a
+# Markdown table.
+#   lab/experiments/cluster_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
 # DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs; DBS_KEEP=DIR keeps
 # each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there. A `--disturb
 # rank=R,...` among the options slows node R+1's stand-alone run as well (there it is rank 0,
 # disturbed from its first epoch to its last, as in dbs-lab balance's stand-alone runs), so
 # that the ideal is what the disturbed nodes can do; e.g. the sleep case on full-core nodes:
-#   DBS_CLUSTER_QUOTAS=1.0 tests/cluster/measure_heterogeneity.sh --disturb rank=1,factor=2 \
+#   DBS_CLUSTER_QUOTAS=1.0 lab/experiments/cluster_heterogeneity.sh --disturb rank=1,factor=2 \
 #     --disturb rank=2,factor=4
-source "$(dirname "$0")/lib/test.bash"
+# The cluster test bed and its helpers (bring it up, fail, $BUILD) are the cluster tests'.
+source "$(dirname "$0")/../../tests/cluster/lib/test.bash"
 test_cluster_up >/dev/null
 common=(--model cnn --batch 128 --train-limit 768 --test-limit 128 --seed 1 --threads 1 "$@")
 EPOCHS=${DBS_EPOCHS:-5}
