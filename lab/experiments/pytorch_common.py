@@ -5,13 +5,15 @@ the figures of a run's summary over its steady epochs.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from ports import free_port  # noqa: E402 (the tests' one)
+
 TRAIN = os.path.join(ROOT, "examples", "pytorch", "train.py")
 RANK_WRAPPER = os.path.join(ROOT, "lab", "experiments", "pytorch_rank.sh")
 TORCHRUN = "/usr/bin/torchrun"
@@ -22,13 +24,6 @@ EXIT_GRACE_S = 60  # after the summary is written, the job's time to exit before
 
 class StudyError(Exception):
     """A study cannot go on: bad options, a missing build, a failed run."""
-
-
-def free_port():
-    """A TCP port of 127.0.0.1 free at the moment of asking."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RendezvousFailed(StudyError):

@@ -46,20 +46,9 @@ BIN=$ROOTFS/usr/local/bin
 install -d -m 0700 "$ETC"
 head -c 32 /dev/urandom | base64 >"$ETC/token" && chmod 600 "$ETC/token"
 
-# -- TLS: the CA and the head's certificate, as the guide's openssl commands make them.
-(
-  cd "$ETC"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-    -subj "/CN=dbs CA" -keyout ca.key -out ca.pem \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=head" \
-    -keyout server.key -out server.csr
-  printf 'subjectAltName=DNS:head,IP:%s,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' \
-    "$CLUSTER_HEAD" >server.ext
-  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 825 \
-    -extfile server.ext -out server.pem
-  chmod 600 ca.key server.key
-) >"$DIR/openssl.log" 2>&1 || fail "openssl: $(cat "$DIR/openssl.log")"
+# -- TLS: the CA and the head's certificate, made with the guide's openssl steps.
+python3 "$ROOT/tests/tls_certs.py" "$ETC" "DNS:head,IP:$CLUSTER_HEAD,IP:127.0.0.1" 825 >/dev/null ||
+  fail "tests/tls_certs.py could not make the head's certificate"
 install -m 0644 "$ETC/ca.pem" "$CA_PUBLIC"
 
 # -- The daemon as systemd starts it: what LoadCredential= and StateDirectory= provide, then the

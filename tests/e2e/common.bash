@@ -52,10 +52,8 @@ need_package() {
   dbs_install_missing "$1" >&2 || true
   command -v "$2" >/dev/null || { echo "skipped: $2 missing and package $1 could not be installed"; exit 77; }
 }
-# free_port: a TCP port on 127.0.0.1 free at the moment of asking.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port: a TCP port on 127.0.0.1 free at the moment of asking (tests/ports.py).
+free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/../ports.py"; }
 # start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, the
 # options in TRUST (default: --http-trust-loopback, so that the tests read job ids without the
 # token), a token ($TMP/token) and ARGS; sets DAEMON_PID, LISTEN and HTTP (ADDR:PORT) once it is ready. The
@@ -83,21 +81,10 @@ run_job() {
     --no-progress --job "$job" --scheduler-timeout 30 "$@" >"$TMP/$job.out" 2>&1
 }
 # make_tls DIR [SAN]: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a server certificate signed by
-# it (DIR/server.pem, DIR/server.key) for SAN (default DNS:localhost,IP:127.0.0.1); P-256 keys.
+# it (DIR/server.pem, DIR/server.key) for SAN (default DNS:localhost,IP:127.0.0.1), made by
+# tests/tls_certs.py.
 make_tls() {
-  local dir=$1 san=${2:-DNS:localhost,IP:127.0.0.1}
   need_package openssl openssl
-  mkdir -p "$dir"
-  (
-    cd "$dir"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-      -subj "/CN=dbs test CA" -keyout ca.key -out ca.pem \
-      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=dbs test server" \
-      -keyout server.key -out server.csr
-    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >server.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-      -extfile server.ext -out server.pem
-    chmod 600 ca.key server.key
-  ) >"$dir/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(cat "$dir/openssl.log")"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../tls_certs.py" "$@" >/dev/null ||
+    fail "tests/tls_certs.py could not make the test certificates in $1"
 }

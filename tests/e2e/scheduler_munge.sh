@@ -6,13 +6,11 @@
 # its owner; a restart keeps the owner. Skips without root, setpriv, munged or a munge build.
 source "$(dirname "$0")/common.bash"
 DAEMON_PID=
-MUNGED_PID=
-# munged forks into the background: its pid comes from its pid file, read again here in case the
+# munged forks into the background: tests/munged.py stops the one of its pid file, also when the
 # test stops before it read it. TERM and INT (meson's timeout, ^C) exit through the EXIT trap.
 cleanup() {
   [ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null
-  [ -z "$MUNGED_PID" ] && [ -s "$TMP/munge/munged.pid" ] && MUNGED_PID=$(cat "$TMP/munge/munged.pid")
-  [ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
+  python3 tests/munged.py stop "$TMP/munge"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -30,16 +28,10 @@ if grep -q "munge is not built" <<<"$out"; then
   echo "skipped: dbs built without libmunge (-Dmunge)"; exit 77
 fi
 
-# munged on a private socket and key (as tests/cluster/lib/slurm.bash starts the bed's).
+# munged on a private socket and key (tests/munged.py).
 M=$TMP/munge
-mkdir -p "$M"
-chmod 755 "$TMP" "$M"  # munged wants a socket folder only root writes; the users reach it
-(umask 077 && head -c 1024 /dev/urandom >"$M/munge.key")
-chmod 400 "$M/munge.key"
-munged --force --socket="$M/munge.socket.2" --key-file="$M/munge.key" --pid-file="$M/munged.pid" \
-  --log-file="$M/munged.log" --seed-file="$M/munged.seed" || fail "munged: $(tail -n 5 "$M/munged.log")"
-for _ in $(seq 50); do [ -S "$M/munge.socket.2" ] && [ -s "$M/munged.pid" ] && break; sleep 0.1; done
-MUNGED_PID=$(cat "$M/munged.pid")
+chmod 755 "$TMP"  # the users reach the socket
+python3 tests/munged.py start "$M" >/dev/null || fail "tests/munged.py could not start munged"
 SOCK=$M/munge.socket.2
 
 A=1001

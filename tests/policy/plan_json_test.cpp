@@ -6,24 +6,13 @@
 
 #include <string>
 
+#include "tests/policy/sample_plan.h"
+
 namespace {
 
 using namespace dbs::policy;
+using dbs::test::sample_plan;
 using nlohmann::json;
-
-Plan sample_plan() {
-  Plan p;
-  p.epoch = 3;
-  p.global_batch = 128;
-  p.batch = {85, 43};
-  p.offset = {0, 85};
-  p.throughput = {5000.25, 2512.125};
-  p.predicted_epoch_s = 1.376;
-  p.ideal_epoch_s = 1.3333333333333333;
-  p.changed = true;
-  p.reason = "rebalanced";
-  return p;
-}
 
 // The FieldError message of reading j as a plan ("accepted" if none).
 std::string plan_error(const json& j) {

@@ -10,9 +10,12 @@
 #include <limits>
 #include <string>
 
+#include "tests/policy/sample_plan.h"
+
 namespace {
 
 using namespace dbs::proto;
+using dbs::test::sample_plan;
 
 dbs::policy::Report sample_report() {
   dbs::policy::Report r;
@@ -25,20 +28,6 @@ dbs::policy::Report sample_report() {
   r.comm_s = 0.1;
   r.step_rate_median = 6400.5;
   return r;
-}
-
-dbs::policy::Plan sample_plan() {
-  dbs::policy::Plan p;
-  p.epoch = 3;
-  p.global_batch = 128;
-  p.batch = {85, 43};
-  p.offset = {0, 85};
-  p.throughput = {5000.25, 2512.125};
-  p.predicted_epoch_s = 1.376;
-  p.ideal_epoch_s = 1.3333333333333333;
-  p.changed = true;
-  p.reason = "rebalanced: \"quotes\" and \\ and unicode \xc3\xa9";
-  return p;
 }
 
 // Rank 1's share of sample_plan().

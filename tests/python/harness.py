@@ -10,12 +10,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ports import free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TORCHRUN = "/usr/bin/torchrun"
@@ -159,13 +161,6 @@ def train_worker(options, timeout=180):
         if rc != 0:
             fail(f"worker.py train {options} exit {rc}\n{stderr[-4000:]}")
         return [torch.load(f"{out}.{rank}") for rank in (0, 1)]
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 free at the moment of asking."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:

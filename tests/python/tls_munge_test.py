@@ -4,9 +4,9 @@ throwaway CA made by openssl:
 
 1. --tls-ca with the CA that signed the daemon's certificate: the ranks connect over TLS and
    every next plan comes from the daemon. The ranks prove who they are with munge (--auth
-   munge, no job key; a private munged on its own socket and key, as tests/e2e/scheduler_munge
-   starts one) where that can run: as root, with munged and a dbs built with munge; elsewhere
-   with the job's key, and the munge part is skipped, saying why.
+   munge, no job key; a private munged on its own socket and key, tests/munged.py) where that
+   can run: as root, with munged and a dbs built with munge; elsewhere with the job's key, and
+   the munge part is skipped, saying why.
 2. --tls-ca with another CA: each rank says once that the daemon's certificate is not trusted
    and the embedded policy plans; the job finishes.
 3. Bad values of tls_ca and auth (dbs._dbs.make_planner on two threads, one rank at fault):
@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from munged import Munged  # noqa: E402
 from tls_certs import make_certs  # noqa: E402
 
 harness.skip_unless_ready()
@@ -46,45 +47,23 @@ def make_tls(folder):
         harness.fail(str(e))
 
 
-class Munged:
-    """munged on a private socket and key in folder; socket is its path. why_not() says why
-    it cannot run here (None when it can)."""
+def munge_why_not():
+    """Why a private munged (tests/munged.py) cannot serve this test here, or None."""
+    if os.geteuid() != 0:
+        return "needs root to start a private munged"
+    for tool in ("munged", "munge"):
+        if shutil.which(tool) is None:
+            return f"{tool} missing (apt-get install munge)"
+    if not _dbs.munge_built():
+        return "dbs built without munge (-Dmunge)"
+    return None
 
-    @staticmethod
-    def why_not():
-        if os.geteuid() != 0:
-            return "needs root to start a private munged"
-        for tool in ("munged", "munge"):
-            if shutil.which(tool) is None:
-                return f"{tool} missing (apt-get install munge)"
-        if not _dbs.munge_built():
-            return "dbs built without munge (-Dmunge)"
-        return None
 
-    def __init__(self, folder):
-        os.makedirs(folder, mode=0o755)
-        key = os.path.join(folder, "munge.key")
-        with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o400), "wb") as f:
-            f.write(os.urandom(1024))
-        self.socket = os.path.join(folder, "munge.socket.2")
-        self.pid_file = os.path.join(folder, "munged.pid")
-        log = os.path.join(folder, "munged.log")
-        run = subprocess.run(["munged", "--force", f"--socket={self.socket}", f"--key-file={key}",
-                              f"--pid-file={self.pid_file}", f"--log-file={log}",
-                              f"--seed-file={os.path.join(folder, 'munged.seed')}"],
-                             capture_output=True, text=True)
-        for _ in range(100):
-            if os.path.exists(self.socket) and os.path.exists(self.pid_file) \
-                    and os.path.getsize(self.pid_file) > 0:
-                return
-            time.sleep(0.05)
-        harness.fail(f"munged did not start: {run.stderr}{open(log).read() if os.path.exists(log) else ''}")
-
-    def stop(self):
-        try:
-            os.kill(int(open(self.pid_file).read()), 15)
-        except (OSError, ValueError):
-            pass
+def start_munged(folder):
+    try:
+        return Munged(folder).start()
+    except RuntimeError as e:
+        harness.fail(str(e))
 
 
 class TlsDaemon:
@@ -187,8 +166,8 @@ with tempfile.TemporaryDirectory(prefix="dbs-py-tls-") as tmp:
 
     # 1. The right CA: the daemon plans every epoch, the ranks proving who they are with munge
     # where a private munged can run, else with the job's key.
-    why_not = Munged.why_not()
-    munged = None if why_not else Munged(os.path.join(tmp, "munge"))
+    why_not = munge_why_not()
+    munged = None if why_not else start_munged(os.path.join(tmp, "munge"))
     try:
         auth = ["--auth", "munge", "--munge-socket", munged.socket] if munged else []
         daemon = TlsDaemon(tmp, cert, key, *(["--auth", "token,munge", "--munge-socket",

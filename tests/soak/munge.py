@@ -1,15 +1,18 @@
-"""munge for the soak: a private munged (its own key and socket in the soak's temporary
-directory, as tests/e2e/scheduler_munge.sh starts one) and credential workers, one process per
-uid, forked from the soak and switched to that uid, that encode credentials through libmunge
-(ctypes) on request: a process per credential (`munge -s`) would cost more than the daemon."""
+"""munge for the soak: a private munged (tests/munged.py, its own key and socket in the soak's
+temporary directory) and credential workers, one process per uid, forked from the soak and
+switched to that uid, that encode credentials through libmunge (ctypes) on request: a process
+per credential (`munge -s`) would cost more than the daemon."""
 import asyncio
 import ctypes
 import multiprocessing
 import os
 import shutil
 import subprocess
+import sys
 import threading
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from munged import Munged  # noqa: E402
 
 OWNER, OTHER = 1001, 1002  # the uid whose jobs the soak loads, and the uid refused from them
 MUNGE_OPT_TTL, MUNGE_OPT_SOCKET = 4, 8  # munge.h
@@ -38,40 +41,10 @@ def unavailable(sched):
     return None
 
 
-class Munged:
-    """munged on a private socket and key under `tmp` (which the workers' uids must reach)."""
-
-    def __init__(self, tmp):
-        d = os.path.join(tmp, "munge")
-        os.mkdir(d)
-        for p in (tmp, d):  # munged wants a socket folder only root writes; the uids reach it
-            os.chmod(p, 0o755)
-        key = os.path.join(d, "munge.key")
-        with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o400), "wb") as f:
-            f.write(os.urandom(1024))
-        self.socket, self.pid_file = os.path.join(d, "munge.socket.2"), os.path.join(d, "munged.pid")
-        log = os.path.join(d, "munged.log")
-        subprocess.run(["munged", "--force", "--socket=" + self.socket, "--key-file=" + key,
-                        "--pid-file=" + self.pid_file, "--log-file=" + log,
-                        "--seed-file=" + os.path.join(d, "munged.seed")], check=True)
-        for _ in range(100):
-            if os.path.exists(self.socket) and os.path.getsize(self.pid_file) > 0:
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("munged did not start: " + open(log).read()[-2000:])
-        self.pid = int(open(self.pid_file).read())
-
-    def stop(self):
-        """SIGTERM, then waits (up to 10 s) until munged has gone and left its folder alone."""
-        try:
-            os.kill(self.pid, 15)
-            for _ in range(200):  # gone, or a zombie that nobody reaped yet
-                if open("/proc/%d/stat" % self.pid).read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-                time.sleep(0.05)
-        except (ProcessLookupError, FileNotFoundError):
-            pass
+def start_munged(tmp):
+    """The private munged of tests/munged.py under `tmp` (which the workers' uids must reach)."""
+    os.chmod(tmp, 0o755)
+    return Munged(os.path.join(tmp, "munge")).start()
 
 
 def _worker(uid, socket, conn):

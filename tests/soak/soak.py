@@ -201,7 +201,7 @@ def run_variant(a, build, variant, use_munge):
     try:
         extra, ca = [], None
         if use_munge:
-            munged = munge.Munged(tmp)
+            munged = munge.start_munged(tmp)
             creds = munge.Credentials(munged.socket, [munge.OWNER, munge.OTHER])
             extra += ["--auth", "token,munge", "--munge-socket", munged.socket]
         if use_tls:
