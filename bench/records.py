@@ -1,5 +1,5 @@
 """Benchmark records: JSON lines, one measurement each, read and written the same way by the
-benchmark run (bench/run.py), the regression gate (tests/bench/gate.py) and the table generator
+benchmark run (bench/run.py), the regression gate (bench/gate.py) and the table generator
 (bench/tables.py).
 
 A record is one JSON object on one line. Every record has "study" (what was measured, the key

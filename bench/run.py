@@ -19,7 +19,7 @@ value), or, where neither has a spread, a default per kind of figure (DEFAULT_TO
 
 Exit status: 0 when every benchmark ran, 1 when one failed (its error is printed), 2 for a bad
 option. A figure beyond its tolerance is marked, not failed: the CI's check on figures that a
-shared machine does not move is the regression gate, tests/bench/gate.py.
+shared machine does not move is the regression gate, bench/gate.py.
 """
 import argparse
 import json

@@ -1,6 +1,6 @@
 // The plan of an epoch, the per-rank reports it is made from and the settings of the policy that
-// makes it (DESIGN.md, "One epoch"). This is their one definition; their JSON forms are internal
-// to dbs (the protocol, the daemon's journal, the trace and replay).
+// makes it (docs/concepts/architecture.md, "One epoch"). This is their one definition; their JSON
+// forms are internal to dbs (the protocol, the daemon's journal, the trace and replay).
 #pragma once
 
 #include <array>

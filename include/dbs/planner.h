@@ -1,8 +1,8 @@
-// Who decides the plan (DESIGN.md): one Planner owns the plan in force and makes every change
-// to it, at epoch ends and inside epochs (rebalance_every). The embedded planner runs the policy
-// on every rank (all ranks see the same reports, so all agree without a coordinator); the remote
-// planner asks dbs-scheduler serve and keeps an embedded one as its fallback. The caller brings
-// its ranks' allgather; dbs brings the plan.
+// Who decides the plan (docs/concepts/architecture.md): one Planner owns the plan in force and
+// makes every change to it, at epoch ends and inside epochs (rebalance_every). The embedded planner
+// runs the policy on every rank (all ranks see the same reports, so all agree without a
+// coordinator); the remote planner asks dbs-scheduler serve and keeps an embedded one as its
+// fallback. The caller brings its ranks' allgather; dbs brings the plan.
 #pragma once
 
 #include <cstddef>

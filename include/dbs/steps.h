@@ -1,8 +1,8 @@
-// Which samples each rank trains on in each step of an epoch (DESIGN.md "One epoch"): all ranks
-// draw the same permutation perm of [0, N) for epoch e; step s trains on the global batch
-// perm[s*B, s*B + n_s) with n_s = min(B, N - s*B), and rank i takes the slice [o_i, o_i + b_i)
-// of it, b = step_batch(plan, n_s), o = offsets_of(b). So the set of samples in every global step
-// does not depend on the plan, and the ranks' slices of a step never overlap.
+// Which samples each rank trains on in each step of an epoch (docs/concepts/architecture.md, "One
+// epoch"): all ranks draw the same permutation perm of [0, N) for epoch e; step s trains on the
+// global batch perm[s*B, s*B + n_s) with n_s = min(B, N - s*B), and rank i takes the slice [o_i,
+// o_i + b_i) of it, b = step_batch(plan, n_s), o = offsets_of(b). So the set of samples in every
+// global step does not depend on the plan, and the ranks' slices of a step never overlap.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
     lab/experiments/scale.py [--build DIR] [--out FILE] [--ranks 16,64,256] [--runs LIST]
     lab/experiments/scale.py --report FILE      # the tables of recorded results
 
-Each cluster is a committed spec, traces/scale-N.json: N/4 ranks of each of four node types at
+Each cluster is a committed spec, traces/scale-{16,64,256}.json: N/4 ranks of each of four node types at
 1, 0.75, 0.5 and 0.25 of the fastest, 5% per-step noise, the second type slowed 2x from epoch 5
 of 8, a small gradient (10,000 parameters). dbs-agent --model synthetic emulates it under mpirun
 (oversubscribed, sleeping waits): every rank waits its step's cost, and the exchange, planner,
@@ -47,7 +47,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile

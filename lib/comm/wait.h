@@ -1,4 +1,4 @@
-// How a rank waits for the others in a collective (DESIGN.md, "Waiting is free").
+// How a rank waits for the others in a collective (docs/concepts/exchange.md).
 //   spin:  the collective blocks in MPI, which busy-polls its transport: lowest latency, but a
 //          waiting rank burns a full core, its CPU quota if it has one, and a core that another
 //          process on an oversubscribed node could use.

@@ -1,9 +1,9 @@
-// The per-rank cost model of a step: t_i(b) = alpha_i + beta_i * b seconds of work (DESIGN.md,
-// "Cost model"): alpha_i the fixed per-step work (optimizer update, gradient copy, step
-// overhead), beta_i the seconds per sample. Fitted from the step times a rank reports
-// (CostPoint) and solved for the plan that equalises predicted step times. And the exchange's
-// share of an epoch: the gradient allreduce of every step, or the model averages of an averaging
-// epoch (Settings::average_every), which every step's cost shares.
+// The per-rank cost model of a step: t_i(b) = alpha_i + beta_i * b seconds of work
+// (docs/concepts/cost-model.md, "Cost model"): alpha_i the fixed per-step work (optimizer update,
+// gradient copy, step overhead), beta_i the seconds per sample. Fitted from the step times a rank
+// reports (CostPoint) and solved for the plan that equalises predicted step times. And the
+// exchange's share of an epoch: the gradient allreduce of every step, or the model averages of an
+// averaging epoch (Settings::average_every), which every step's cost shares.
 #pragma once
 
 #include <array>

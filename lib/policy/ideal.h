@@ -1,7 +1,7 @@
-// The ideal epoch time of DESIGN.md: N / sum_i v_i, the seconds an epoch of N samples takes
-// when every step is split in proportion to the ranks' throughputs v_i (samples/s) and nothing
-// else costs time (no communication, no overhead). The plan's ideal_epoch_s, the daemon's
-// efficiency, replay's ideal and the lab's balance study are this number.
+// The ideal epoch time (docs/concepts/cost-model.md): N / sum_i v_i, the seconds an epoch of N
+// samples takes when every step is split in proportion to the ranks' throughputs v_i (samples/s)
+// and nothing else costs time (no communication, no overhead). The plan's ideal_epoch_s, the
+// daemon's efficiency, replay's ideal and the lab's balance study are this number.
 #pragma once
 
 #include <numeric>

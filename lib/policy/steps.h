@@ -1,5 +1,5 @@
-// The step rules of DESIGN.md "One epoch", in one place: lib/train's epoch loop runs them and
-// lib/replay's simulator costs them, so the simulator computes what the agents do.
+// The step rules of docs/concepts/architecture.md "One epoch", in one place: lib/train's epoch loop
+// runs them and lib/replay's simulator costs them, so the simulator computes what the agents do.
 #pragma once
 
 #include <cstdint>

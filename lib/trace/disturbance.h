@@ -1,7 +1,7 @@
-// An injected slowdown of one rank (DESIGN.md, "Disturbance"): what the agent's --disturb asks
-// for, what the trace records as ground truth and what replay simulates. Epochs count from 1, as
-// everywhere users see them, and are fractional: from=2.5 starts halfway through the second
-// epoch; to is exclusive (< 0: until the end).
+// An injected slowdown of one rank (docs/concepts/architecture.md, "Disturbance"): what the agent's
+// --disturb asks for, what the trace records as ground truth and what replay simulates. Epochs
+// count from 1, as everywhere users see them, and are fractional: from=2.5 starts halfway through
+// the second epoch; to is exclusive (< 0: until the end).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The synchronous data-parallel training loop of DESIGN.md ("One epoch"): one permutation per
-// epoch shared by all ranks, each global step split into per-rank slices by the plan, gradient
-// sums allreduced together with the sample count, the same update on every rank, and a new
-// plan from the planner at the end of every epoch (and every K steps with rebalance_every).
+// The synchronous data-parallel training loop of docs/concepts/architecture.md ("One epoch"): one
+// permutation per epoch shared by all ranks, each global step split into per-rank slices by the
+// plan, gradient sums allreduced together with the sample count, the same update on every rank, and
+// a new plan from the planner at the end of every epoch (and every K steps with rebalance_every).
 #pragma once
 
 #include <memory>
