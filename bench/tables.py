@@ -129,8 +129,8 @@ def values(record, name):
 # provenance
 
 def provenance(recs, studies):
-    """The lines under a benchmark table: when and at which commit its records were measured,
-    and whether the code they measure has changed since."""
+    """The lines under a benchmark table: when and on what machine its records were measured,
+    and whether the code they measure has changed since (the records keep the commit)."""
     old = [r for r in recs if r.get("commit") in (None, "unknown")]
     new = [r for r in recs if r not in old]
     before = ("Measured before benchmark records carried their commit; the code may have changed "
@@ -141,7 +141,7 @@ def provenance(recs, studies):
     dates = sorted({r["date"][:10] for r in new})
     m = new[-1]["machine"]
     loads = [x for r in new for x in r.get("load", []) if x is not None]
-    line = (f"Measured {', '.join(dates)} at {', '.join(c[:10] for c in commits)} on "
+    line = (f"Measured {', '.join(dates)} on "
             f"{m['cpu']} ({m['logical_cpus']} logical CPUs, {' '.join(m['vector_flags'])}; "
             f"FMA peak {m['peak_gflops_per_core']} GFLOP/s per core)"
             + (f", load average {max(loads):.1f} at most." if loads else "."))
