@@ -41,7 +41,9 @@ assert [(r["workload"], r["policy"]) for r in records] == want, records
 for r in records:
     assert os.path.getsize(r["trace"]) > 0, r
     assert r["predicted_other_s"] > 0 and r["recorded_total_s"] > 0, r
-    assert abs(r["own_error"]) < 0.05, r  # each trace under its own policy
+    # each trace under its own policy; a run of about 1 s under a quota is a dozen 100 ms CFS
+    # periods, so at this size one period more or less is 8%
+    assert abs(r["own_error"]) < (0.10 if r["workload"] != "sleep" else 0.05), r
     assert "--policy " + r["policy"] in r["command"], r["command"]
     w = r["where"]
     assert abs(sum(w.values()) - r["predicted_other_s"]) < 1e-6 * r["predicted_other_s"], w
