@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "agents/cluster.h"
 #include "agents/filter.h"
 #include "agents/options.h"
 #include "agents/threads.h"
@@ -16,6 +17,8 @@
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/data/subset.h"
+#include "lib/emulate/link.h"
+#include "lib/emulate/workload.h"
 #include "lib/nn/simd.h"
 #include "lib/nn/threads.h"
 #include "lib/train/stop.h"
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
   log::set_level(log::parse_level(opts.log_level));
 
   comm::MpiRuntime mpi(&argc, &argv);
+  std::unique_ptr<comm::Communicator> under_network;  // --model synthetic: MPI's, under comm
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm = comm::make_mpi(comm::parse_algorithm(opts.train.allreduce),
@@ -49,9 +53,23 @@ int main(int argc, char** argv) {
               choice.why + ") of " + std::to_string(nn::available_threads()) + " available, " +
               std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels" +
               (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
-    agent::warn_oversubscription(*comm, threads.threads());
-    data::FashionMnist data =
-        data::load_fashion_mnist(opts.train.data_dir, opts.train.train_limit, opts.train.test_limit);
+    // Emulated ranks wait rather than compute: many to a core is what they are for.
+    if (!opts.cluster) agent::warn_oversubscription(*comm, threads.threads());
+    data::FashionMnist data;
+    std::unique_ptr<nn::Model> model;  // null: the one --model names
+    std::shared_ptr<const emulate::Pacer> pacer;
+    if (opts.cluster) {  // --model synthetic: the spec's network around the exchange
+      agent::check_world(*opts.cluster, opts.cluster_path, comm->size());
+      under_network = std::move(comm);
+      comm = emulate::with_network(*under_network, *opts.cluster);
+      emulate::Workload w = emulate::make_workload(*opts.cluster, comm->rank(), opts.train.seed);
+      data = std::move(w.samples);
+      model = std::move(w.model);
+      pacer = std::move(w.pacer);
+    } else {
+      data = data::load_fashion_mnist(opts.train.data_dir, opts.train.train_limit,
+                                      opts.train.test_limit);
+    }
     // Plans through the public API (<dbs/planner.h>), as any other training loop would, over
     // the samples it trains on (--train-subset's, else --train-limit's).
     const std::size_t n_train = opts.train.train_subset.empty()
@@ -60,8 +78,10 @@ int main(int argc, char** argv) {
     train::validate(opts.train, comm->size(), n_train);
     const std::unique_ptr<Planner> planner = make_planner(
         train::settings_of(opts.train, n_train), comm::group_of(*comm), opts.scheduler);
-    const train::RunResult result = train::run(opts.train, *comm, std::move(data), planner.get());
+    const train::RunResult result =
+        train::run(opts.train, *comm, std::move(data), planner.get(), std::move(model));
     planner->finish(result.stop_signal == 0);
+    if (pacer) agent::log_pace(*comm, emulate::pace_of(*pacer));
     if (result.stop_signal != 0) {
       if (comm->rank() == 0) {
         const std::string where = "epoch " + std::to_string(result.stop_epoch) +
@@ -75,9 +95,12 @@ int main(int argc, char** argv) {
       }
       return 128 + result.stop_signal;
     }
-    if (comm->rank() == 0)
+    if (comm->rank() == 0 && pacer) {
+      std::printf("final: parameter L2 %.4f, sum %.4f\n", result.param_l2, result.param_sum);
+    } else if (comm->rank() == 0) {
       std::printf("final: test accuracy %.2f%%, test loss %.4f, parameter L2 %.4f, sum %.4f\n",
                   100.0 * result.test_acc, result.test_loss, result.param_l2, result.param_sum);
+    }
   } catch (const std::exception& e) {
     log::error(e.what());
     if (comm->size() > 1) comm->abort(1);

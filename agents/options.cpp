@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "agents/cluster.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/terminal.h"
@@ -100,7 +101,10 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   app.add_option("--train-subset", c.train_subset, "train only on the samples listed in this file (written by dbs-agent filter; indices after --train-limit)")->group(data);
 
   const char* const model = "Model and optimisation";
-  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params) or lenet (small)")->capture_default_str()->check(CLI::IsMember(nn::model_names()))->group(model);
+  std::vector<std::string> models = nn::model_names();
+  models.push_back("synthetic");
+  app.add_option("--model", c.model, "model: cnn (case study, 690,590 params), lenet (small) or synthetic (an emulated cluster: every rank waits the step cost --cluster gives it; no data is read)")->capture_default_str()->check(CLI::IsMember(models))->group(model);
+  app.add_option("--cluster", o.cluster_path, "the cluster spec --model synthetic emulates (the format of replay --synthesize); its epochs, samples, batch, policy and disturbances apply unless given here, and contradicting them is an error")->group(model);
   app.add_option("--epochs", c.epochs, "epochs to train (in total, resumed ones included)")->capture_default_str()->check(between(1, 1000000))->group(model);
   app.add_option("--batch", c.global_batch, "global batch: samples per step over all ranks")->capture_default_str()->check(at_least(1))->group(model);
   app.add_option("--optimizer", c.optimizer, "sgd, adam or rmsprop")->capture_default_str()->check(CLI::IsMember({"sgd", "adam", "rmsprop"}))->group(model);
@@ -126,6 +130,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
   // Default auto (Config::overlap): on where the ranks are on more than one host.
   CLI::Option* overlap = app.add_flag_callback("--overlap", [&c] { c.overlap = "on"; }, "exchange the gradient in buckets during the backward pass, last layers first (non-blocking MPI allreduce; with --update replicated and --allreduce mpi). Default: where the ranks are on more than one host")->disable_flag_override()->group(balance);
   app.add_flag_callback("--no-overlap", [&c] { c.overlap = "off"; }, "do not overlap the exchange, also across hosts")->excludes(overlap)->disable_flag_override()->group(balance);
+  app.add_option("--average-every", c.average_every, "local SGD: each rank steps its own model on its batch, and the models are averaged, weighted by the samples each rank trained, every H steps and at each epoch's end (default: the gradient exchanged every step)")->check(at_least(1))->group(balance);
+  app.add_option("--average-after-epochs", c.average_after_epochs, "with --average-every: train the first E epochs synchronously, then average every H steps")->capture_default_str()->check(at_least(0))->group(balance);
+  app.add_option("--average-optimizer", c.average_optimizer, "with --average-every: the optimizer state stays each rank's own (local) or is averaged with the model (mean)")->capture_default_str()->check(CLI::IsMember({"local", "mean"}))->group(balance);
   app.add_option("--wait", c.wait, "how a rank waits for the others in collectives: spin (busy, in MPI), sleep (polls a barrier, sleeping) or auto (sleep where the cgroup has a CPU quota)")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}))->group(balance);
 
   const char* const daemon = "Scheduler daemon";
@@ -180,6 +187,9 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
     c.progress = progress || (!no_progress && job_output_is_terminal());
     for (const auto& d : disturb) c.disturbances.push_back(trace::parse_disturbance(d));
     if (c.resume && c.checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint DIR");
+    for (const char* name : {"--average-after-epochs", "--average-optimizer"})
+      if (app.count(name) > 0 && c.average_every == 0)
+        throw ConfigError(std::string(name) + " needs --average-every H");
     train::check_exchange(c);
     sc.auth = planner::parse_auth(auth, "--auth");  // munge in a build without it
     if (!sc.address.empty()) {
@@ -187,8 +197,11 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       if (sc.job.empty()) throw ConfigError("--scheduler needs --job ID (or DBS_JOB)");
       planner::check_tls_ca(sc.tls_ca, "--tls-ca");
     }
+    apply_cluster(o, [&app](const char* option) { return app.count(option) > 0; });
+    if (o.cluster && launcher_world() > 0) check_world(*o.cluster, o.cluster_path, launcher_world());
     check_policy(c);
-    if (!fs::is_directory(c.data_dir)) throw ConfigError("--data " + c.data_dir + ": no such folder");
+    if (!o.cluster && !fs::is_directory(c.data_dir))
+      throw ConfigError("--data " + c.data_dir + ": no such folder");
     if (!c.metrics_path.empty() && !c.metrics_path.ends_with(".csv") && !c.metrics_path.ends_with(".jsonl"))
       throw ConfigError("--metrics " + c.metrics_path + ": the name must end in .csv or .jsonl");
     prepare_file(c.summary_path, "--summary");

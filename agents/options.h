@@ -2,8 +2,10 @@
 #pragma once
 
 #include <dbs/planner.h>
+#include <optional>
 #include <string>
 
+#include "lib/replay/synth.h"
 #include "lib/train/config.h"
 
 namespace dbs::agent {
@@ -20,6 +22,8 @@ struct Options {
   // SLURM_CPUS_ON_NODE: the CPUs the Slurm job holds on this rank's node, which differ from node
   // to node on a mixed allocation (0: not in a Slurm job).
   int node_cpus = 0;
+  std::string cluster_path;              // --cluster: the spec --model synthetic emulates
+  std::optional<replay::Spec> cluster;   // that spec, as the run uses it (agents/cluster.h)
 };
 
 // Parses and checks argv, before MPI starts: every value in range, known model and policy, the

@@ -1,5 +1,5 @@
-// dbs-lab: the studies behind the project's figures (balance, sweep, study), apart from the
-// installed binaries.
+// dbs-lab: the studies behind the project's figures (balance, sweep, study, exchange), apart
+// from the installed binaries.
 #include <exception>
 
 #include "lab/lab.h"
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   add_balance_command(app, action);
   add_sweep_command(app, action);
   add_study_command(app, action);
+  add_exchange_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-lab")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;

@@ -18,6 +18,8 @@ struct Plan {
   std::vector<int> offset;        // o_i: rank i takes [o_i, o_i + b_i) of each global batch
   std::vector<double> throughput; // v_i the plan was made from (samples/s; 0 = unknown)
   double predicted_epoch_s = 0;   // predicted epoch time under this plan (0 = unknown)
+  double exchange_epoch_s = 0;    // the part of it spent exchanging: the gradient allreduces,
+                                  // or the model averages (Settings::average_every); 0 = unknown
   double ideal_epoch_s = 0;       // N / sum v_i (0 = unknown)
   bool changed = false;           // differs from the previous epoch's plan
   std::string reason;             // one line: why this plan
@@ -95,8 +97,23 @@ struct Settings {
   int max_batch = 0;                   // per-rank upper bound (0 = B)
   double min_gain = 0.02;              // dbs keeps its plan below this predicted gain
   int rebalance_every = 0;             // re-plan every K steps inside an epoch (0 = per epoch)
+  // Periodic model averaging (local SGD): from epoch average_after_epochs on (0-based; the
+  // epochs before it are synchronous), each rank steps its own model on its slice and the ranks
+  // average their models, weighted by the samples each trained since the last average, after
+  // every average_every-th step of an epoch and after its last step. 0 = synchronous throughout.
+  int average_every = 0;
+  int average_after_epochs = 0;
 
   int max_batch_or_global() const { return max_batch == 0 ? global_batch : max_batch; }
+  // Whether epoch (0-based) averages models instead of exchanging the gradient every step.
+  bool averages_in(std::int64_t epoch) const {
+    return average_every > 0 && epoch >= average_after_epochs;
+  }
+  // The exchanges of epoch (0-based) over `steps` steps: one per step when synchronous, else
+  // one after every average_every-th step and one after the last, ceil(steps / average_every).
+  std::int64_t exchanges(std::int64_t epoch, std::int64_t steps) const {
+    return averages_in(epoch) ? (steps + average_every - 1) / average_every : steps;
+  }
   bool operator==(const Settings&) const = default;
 };
 

@@ -1,6 +1,6 @@
 // Inline-SVG charts for the daemon's status page and the replay report: lines, step lines and
-// shaded bands on linear axes with round ticks and axis titles; and scatter plots for the filter
-// report. The output is well-formed XML (the status page is served as XHTML) and self-contained:
+// shaded bands on linear (or log10 x) axes with round ticks and axis titles; and scatter plots
+// for the filter report. The output is well-formed XML (the status page is served as XHTML) and self-contained:
 // no scripts, nothing fetched.
 #pragma once
 
@@ -32,6 +32,7 @@ struct Chart {
   std::vector<Series> series;  // drawn in order (bands first reads best)
   bool y_from_zero = true;
   bool x_whole = true;  // x ticks on whole numbers only (epochs)
+  bool x_log = false;   // x on a log10 axis with ticks at powers of ten (every x > 0)
   double width = 760;   // px, the plot with its axes; the legend adds rows below
   double height = 300;
 };

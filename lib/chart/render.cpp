@@ -141,7 +141,20 @@ std::vector<double> nice_ticks(double lo, double hi, double step) {
   return t;
 }
 
-std::string render(const Chart& c) {
+namespace {
+
+// The chart with every x replaced by its log10 (x_log): plotted linearly, ticked at whole powers.
+Chart log_x(Chart c) {
+  for (Series& s : c.series)
+    for (double& x : s.x) x = std::log10(x);
+  c.x_whole = true;
+  return c;
+}
+
+}  // namespace
+
+std::string render(const Chart& chart) {
+  const Chart c = chart.x_log ? log_x(chart) : chart;
   constexpr double inf = std::numeric_limits<double>::infinity();
   double x0 = inf, x1 = -inf, y0 = inf, y1 = -inf;
   for (const Series& s : c.series) {
@@ -168,7 +181,8 @@ std::string render(const Chart& c) {
   for (const double x : nice_ticks(x0, x1, xstep)) {
     if (x < x0 - 1e-9 * xstep || x > x1 + 1e-9 * xstep) continue;
     o += line(sx(x), kTop, sx(x), bottom, "stroke=\"#f0f0f0\"") +
-         text(sx(x), bottom + 16, "text-anchor=\"middle\"", tick(x)) + "\n";
+         text(sx(x), bottom + 16, "text-anchor=\"middle\"", tick(c.x_log ? std::pow(10.0, x) : x)) +
+         "\n";
   }
   o += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(right - kLeft) +
        "\" height=\"" + num(bottom - kTop) + "\" fill=\"none\" stroke=\"#999\"/>\n";

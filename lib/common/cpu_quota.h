@@ -10,6 +10,7 @@ namespace dbs {
 
 struct CpuQuota {
   double cores = 0;               // quota / period in cores; 0 = no quota
+  double period_s = 0;            // the CFS period the quota is granted in, seconds
   std::int64_t nr_throttled = 0;  // periods in which the cgroup was throttled (since creation)
   double throttled_s = 0;         // total time throttled, seconds (since creation)
 };

@@ -21,6 +21,7 @@ namespace {
 struct Seal {
   std::int64_t world = 0, samples_per_epoch = 0;
   std::int32_t global_batch = 0, min_batch = 0, max_batch = 0, rebalance_every = 0;
+  std::int32_t average_every = 0, average_after_epochs = 0;
   double min_gain = 0;
   std::uint64_t policy_hash = 0;  // fnv1a of the whole policy spec
   char policy[64] = {};           // its first 63 characters, for the message
@@ -37,6 +38,8 @@ Seal seal_of(const Settings& s, int world) {
   seal.min_batch = s.min_batch;
   seal.max_batch = s.max_batch;
   seal.rebalance_every = s.rebalance_every;
+  seal.average_every = s.average_every;
+  seal.average_after_epochs = s.average_after_epochs;
   seal.min_gain = s.min_gain;
   const std::string policy = to_string(s.policy);
   seal.policy_hash = fnv1a(policy.data(), policy.size());
@@ -57,7 +60,9 @@ std::string difference(const Seal& a, const Seal& b) {
         num("samples_per_epoch", a.samples_per_epoch, b.samples_per_epoch),
         num("min_batch", a.min_batch, b.min_batch), num("max_batch", a.max_batch, b.max_batch),
         num("min_gain", a.min_gain, b.min_gain),
-        num("rebalance_every", a.rebalance_every, b.rebalance_every)})
+        num("rebalance_every", a.rebalance_every, b.rebalance_every),
+        num("average_every", a.average_every, b.average_every),
+        num("average_after_epochs", a.average_after_epochs, b.average_after_epochs)})
     if (!d.empty()) return d;
   return {};
 }

@@ -60,6 +60,7 @@ class RemotePlanner : public Planner, public WithFallback {
   }
   void finish(bool done) override;
   const Fallback& fallback() const override { return fallback_why_; }
+  double waited_s() const override { return waited_s_; }
 
  private:
   void on_connected();
@@ -98,6 +99,7 @@ class RemotePlanner : public Planner, public WithFallback {
   std::string report_line_;             // resent on every connect until its plan arrives
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
   Fallback fallback_why_;               // why, after the last next(); next() alone writes it
+  double waited_s_ = 0;                 // the last next()'s wait for the daemon's plan
 };
 
 RemotePlanner::RemotePlanner(const Remote& remote, const Settings& settings, const Group& group)
@@ -290,11 +292,14 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
     refusal_.clear();
     foreign_.reset();
   }
+  const auto sent = Clock::now();
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
   std::string why;
   fallback_why_ = {};
-  const std::optional<Plan> plan = agree(wait_plan(want, why), want, why);
+  const std::optional<proto::PlanMsg> mine = wait_plan(want, why);
+  waited_s_ = std::chrono::duration<double>(Clock::now() - sent).count();
+  const std::optional<Plan> plan = agree(mine, want, why);
   const bool agreed = plan.has_value();
   {
     std::lock_guard lock(mutex_);

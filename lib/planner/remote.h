@@ -23,6 +23,9 @@ class WithFallback {
  public:
   virtual ~WithFallback() = default;
   virtual const Fallback& fallback() const = 0;
+  // Seconds the last next() waited for this rank's share of the daemon's plan: from sending the
+  // report to the share's arrival, or to giving up.
+  virtual double waited_s() const = 0;
 };
 
 // A planner that asks the daemon at remote.address, with an Embedded planner of settings as the

@@ -144,6 +144,38 @@ std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int 
   return out;
 }
 
+double exchange_s(const Settings& settings, std::span<const Report> reports) {
+  double least = -1;
+  for (const Report& r : reports) {
+    if (r.steps <= 0) continue;
+    const double x = r.comm_s / static_cast<double>(settings.exchanges(r.epoch, r.steps));
+    least = least < 0 ? x : std::min(least, x);
+  }
+  return std::max(least, 0.0);
+}
+
+namespace {
+
+// The steps an epoch's exchanges are counted over: S, or where N is unknown one period.
+std::int64_t exchange_steps(const Settings& s) {
+  const std::int64_t B = std::max(s.global_batch, 1);
+  if (s.samples_per_epoch > 0) return (s.samples_per_epoch + B - 1) / B;
+  return std::max(s.average_every, 1);
+}
+
+}  // namespace
+
+double exchange_epoch_s(const Settings& settings, std::int64_t epoch, double per_exchange) {
+  if (settings.samples_per_epoch <= 0) return 0.0;
+  return static_cast<double>(settings.exchanges(epoch, exchange_steps(settings))) * per_exchange;
+}
+
+double exchange_step_s(const Settings& settings, std::int64_t epoch, double per_exchange) {
+  const std::int64_t steps = exchange_steps(settings);
+  return static_cast<double>(settings.exchanges(epoch, steps)) * per_exchange /
+         static_cast<double>(steps);
+}
+
 double step_time(std::span<const Cost> costs, const std::vector<int>& batch, double comm_s) {
   DBS_CHECK_EQ(costs.size(), batch.size());
   double t = 0;

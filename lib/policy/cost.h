@@ -1,7 +1,9 @@
-// The per-rank cost model of a step (docs/concepts/cost-model.md): t_i(b) = alpha_i + beta_i * b
-// seconds of work, alpha_i the fixed per-step work (optimizer update, gradient copy, step
-// overhead), beta_i the seconds per sample. Fitted from the step times a rank reports (CostPoint)
-// and solved for the plan that equalises predicted step times.
+// The per-rank cost model of a step: t_i(b) = alpha_i + beta_i * b seconds of work
+// (docs/concepts/cost-model.md, "Cost model"): alpha_i the fixed per-step work (optimizer update,
+// gradient copy, step overhead), beta_i the seconds per sample. Fitted from the step times a rank
+// reports (CostPoint) and solved for the plan that equalises predicted step times. And the
+// exchange's share of an epoch: the gradient allreduce of every step, or the model averages of an
+// averaging epoch (Settings::average_every), which every step's cost shares.
 #pragma once
 
 #include <array>
@@ -54,7 +56,19 @@ std::optional<Cost> fit_cost(std::span<const CostPoint> points);
 // ConfigError otherwise.
 std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int hi);
 
-// Predicted seconds of one step: max_i t_i(b_i) + comm_s (the allreduce without waiting).
+// Seconds per exchange without waiting: the least comm_s per exchange any rank reported (the
+// last rank to arrive hardly waits), a report's exchanges being Settings::exchanges of its epoch
+// and steps (its steps, or its averaging epoch's averages); 0 without a report with steps.
+double exchange_s(const Settings& settings, std::span<const Report> reports);
+
+// Seconds of exchange in epoch `epoch` (0-based) at `per_exchange` seconds each, and per step:
+// Settings::exchanges of the epoch's S = ceil(N / B) steps times per_exchange, and that over S.
+// Where N is unknown (0) the epoch's is 0 and a step's is per_exchange, or per_exchange / H in
+// an averaging epoch.
+double exchange_epoch_s(const Settings& settings, std::int64_t epoch, double per_exchange);
+double exchange_step_s(const Settings& settings, std::int64_t epoch, double per_exchange);
+
+// Predicted seconds of one step: max_i t_i(b_i) + comm_s (the exchange's share of a step).
 double step_time(std::span<const Cost> costs, const std::vector<int>& batch, double comm_s);
 
 // Predicted seconds of an epoch of `samples` samples under plan: ceil(N / B) - 1 full steps and

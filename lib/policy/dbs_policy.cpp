@@ -155,7 +155,8 @@ class Dbs : public Policy {
     p.reason += note("stall suspected, estimate held for", held);
     p.reason += note("no valid report from", silent);
     p.offset = offsets_of(p.batch);
-    fill_predictions(p, v, config_.samples_per_epoch);
+    fill_predictions(p, v, config_.samples_per_epoch,
+                     exchange_epoch_s(config_, p.epoch, exchange_s(config_, by)));
     return p;
   }
 
@@ -269,10 +270,9 @@ class Dbs : public Policy {
     }
     for (Cost& c : costs)
       if (!(c.beta > 0)) c = {mean.alpha / fitted, mean.beta / fitted};
-    double comm = -1;
-    for (const Report& r : by)
-      if (r.steps > 0) comm = comm < 0 ? r.comm_s / static_cast<double>(r.steps) : std::min(comm, r.comm_s / static_cast<double>(r.steps));
-    comm = std::max(comm, 0.0);
+    const std::int64_t epoch = current.epoch + 1;
+    const double per_exchange = exchange_s(config_, by);
+    const double comm = exchange_step_s(config_, epoch, per_exchange);  // per step
 
     Plan p;
     p.epoch = current.epoch + 1;
@@ -301,9 +301,13 @@ class Dbs : public Policy {
         std::max_element(costs.begin(), costs.end(),
                          [](const Cost& a, const Cost& b) { return a.beta < b.beta; }) -
         costs.begin());
-    p.reason += format("; cost model, rank %zu slowest: %s ms + %s ms/sample, allreduce %s ms",
-                       slow, number(1000 * costs[slow].alpha).c_str(),
-                       number(1000 * costs[slow].beta).c_str(), number(1000 * comm).c_str());
+    p.reason += format("; cost model, rank %zu slowest: %s ms + %s ms/sample, ", slow,
+                       number(1000 * costs[slow].alpha).c_str(),
+                       number(1000 * costs[slow].beta).c_str());
+    p.reason += config_.averages_in(epoch)
+                    ? format("average %s ms every %d steps", number(1000 * per_exchange).c_str(),
+                             config_.average_every)
+                    : format("allreduce %s ms", number(1000 * comm).c_str());
     p.reason += note("speed changed on", changed);
     p.reason += note("stall suspected, estimate held for", held);
     p.reason += note("no valid report from", silent);
@@ -311,6 +315,7 @@ class Dbs : public Policy {
     p.throughput.resize(costs.size());
     for (std::size_t i = 0; i < costs.size(); ++i) p.throughput[i] = p.batch[i] / costs[i].at(p.batch[i]);
     p.predicted_epoch_s = policy::epoch_time(costs, p, config_.samples_per_epoch, comm);
+    p.exchange_epoch_s = exchange_epoch_s(config_, epoch, per_exchange);
     p.ideal_epoch_s = ideal_epoch_time(costs, config_.global_batch, config_.samples_per_epoch, comm);
     if (!std::isfinite(p.predicted_epoch_s) || !std::isfinite(p.ideal_epoch_s))
       throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "

@@ -23,9 +23,13 @@ double measured_rate(const Report& report);
 // InputError.
 void check_current(const Plan& current, const Settings& settings, int world);
 
-// plan.throughput, predicted_epoch_s and ideal_epoch_s for throughputs v (0 = unknown rank).
-// Throws InputError when a prediction is not finite: a policy never returns such a plan.
-void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch);
+// plan.throughput, predicted_epoch_s, ideal_epoch_s and exchange_epoch_s for throughputs v (0 =
+// unknown rank) and `exchange_s` seconds of exchange in the epoch (lib/policy/cost.h): the
+// predicted epoch is the slowest rank's compute at every step plus the exchange; the ideal, N /
+// sum v, leaves the exchange out. Throws InputError when a prediction is not finite: a policy
+// never returns such a plan.
+void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch,
+                      double exchange_s);
 
 // How apportion hands out the leftover samples after every rank got floor(x_i) of its exact
 // share x_i: largest_remainder to the largest x_i - floor(x_i); least_step_time to the ranks

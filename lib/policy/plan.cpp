@@ -79,15 +79,17 @@ using nlohmann::json;
 
 
 json to_json(const Plan& p) {
-  return {{"epoch", p.epoch + 1},
-          {"global_batch", p.global_batch},
-          {"batch", p.batch},
-          {"offset", p.offset},
-          {"throughput", p.throughput},
-          {"predicted_epoch_s", p.predicted_epoch_s},
-          {"ideal_epoch_s", p.ideal_epoch_s},
-          {"changed", p.changed},
-          {"reason", p.reason}};
+  json out = {{"epoch", p.epoch + 1},
+              {"global_batch", p.global_batch},
+              {"batch", p.batch},
+              {"offset", p.offset},
+              {"throughput", p.throughput},
+              {"predicted_epoch_s", p.predicted_epoch_s},
+              {"ideal_epoch_s", p.ideal_epoch_s},
+              {"changed", p.changed},
+              {"reason", p.reason}};
+  if (p.exchange_epoch_s > 0) out["exchange_epoch_s"] = p.exchange_epoch_s;
+  return out;
 }
 
 Plan plan_from_json(const Fields& f) {
@@ -99,6 +101,7 @@ Plan plan_from_json(const Fields& f) {
   p.throughput = f.numbers("throughput", 0);
   p.predicted_epoch_s = f.number("predicted_epoch_s", 0);
   p.ideal_epoch_s = f.number("ideal_epoch_s", 0);
+  p.exchange_epoch_s = f.number_or("exchange_epoch_s", 0, 0);
   p.changed = f.boolean("changed");
   p.reason = f.string("reason");
   if (p.batch.empty() || p.offset.size() != p.batch.size() || p.throughput.size() != p.batch.size())
@@ -170,10 +173,15 @@ Report report_from_json(const Fields& f) {
 }
 
 json to_json(const Settings& s) {
-  return {{"policy", to_string(s.policy)}, {"global_batch", s.global_batch},
-          {"samples_per_epoch", s.samples_per_epoch},
-          {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
-          {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+  json out = {{"policy", to_string(s.policy)}, {"global_batch", s.global_batch},
+              {"samples_per_epoch", s.samples_per_epoch},
+              {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
+              {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+  if (s.average_every > 0) {
+    out["average_every"] = s.average_every;
+    out["average_after_epochs"] = s.average_after_epochs;
+  }
+  return out;
 }
 
 Settings settings_from_json(const Fields& f) {
@@ -191,6 +199,8 @@ Settings settings_from_json(const Fields& f) {
   if (s.min_gain < 0 || s.min_gain >= 1)
     f.fail("field 'min_gain' must be a number in [0, 1), got " + describe(f.need("min_gain")));
   s.rebalance_every = static_cast<int>(f.integer_or("rebalance_every", 0, 0, 1 << 30));
+  s.average_every = static_cast<int>(f.integer_or("average_every", 0, 0, 1 << 30));
+  s.average_after_epochs = static_cast<int>(f.integer_or("average_after_epochs", 0, 0, 1 << 30));
   return s;
 }
 

@@ -18,6 +18,8 @@ nlohmann::json to_json(const Report& report);
 Report report_from_json(const Fields& fields);
 nlohmann::json to_json(const Settings& settings);
 // rebalance_every may be absent (0): journals and traces written before it was a setting.
+// average_every and average_after_epochs are written when averaging is on, a plan's
+// exchange_epoch_s when known (> 0); each is read as 0 when absent.
 Settings settings_from_json(const Fields& fields);
 
 }  // namespace dbs::policy

@@ -55,6 +55,16 @@ void check_config(const Settings& c, int world) {
   if (!std::isfinite(c.min_gain) || c.min_gain < 0 || c.min_gain >= 1) {
     fail(format("min_gain must be in [0, 1), got %g", c.min_gain));
   }
+  if (c.average_every < 0 || c.average_after_epochs < 0) {
+    fail(format("average_every and average_after_epochs must be >= 0, got %d and %d",
+                c.average_every, c.average_after_epochs));
+  }
+  // Under model averaging the ranks learn each other's step times only at the averages.
+  if (c.average_every > 0 && c.rebalance_every % c.average_every != 0) {
+    fail(format("rebalance_every %d is not a multiple of average_every %d (the ranks learn each "
+                "other's step times at the averages)",
+                c.rebalance_every, c.average_every));
+  }
   if (c.samples_per_epoch < 0) {
     fail(format("samples_per_epoch must be >= 0, got %lld",
                 static_cast<long long>(c.samples_per_epoch)));
@@ -172,7 +182,8 @@ void check_current(const Plan& current, const Settings& config, int world) {
   }
 }
 
-void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch) {
+void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t samples_per_epoch,
+                      double exchange_s) {
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i]))
       throw InputError(format("plan for epoch %lld: throughput of rank %zu is %g, not finite",
@@ -180,6 +191,8 @@ void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t sam
   plan.throughput = v;
   const bool known = std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
   plan.predicted_epoch_s = known ? predicted_epoch_s(plan.batch, v, samples_per_epoch) : 0.0;
+  plan.exchange_epoch_s = known && plan.predicted_epoch_s > 0 ? exchange_s : 0.0;
+  plan.predicted_epoch_s += plan.exchange_epoch_s;
   plan.ideal_epoch_s = known ? ideal_time(v, static_cast<double>(samples_per_epoch)) : 0.0;
   if (!std::isfinite(plan.predicted_epoch_s) || !std::isfinite(plan.ideal_epoch_s))
     throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "

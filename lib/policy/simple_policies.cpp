@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "lib/common/error.h"
+#include "lib/policy/cost.h"
 #include "lib/policy/internal.h"
 
 namespace dbs::policy::detail {
@@ -36,7 +37,8 @@ class NeverReplans : public Policy {
     Plan p = plan(current.epoch + 1, reason_);
     std::vector<double> v(by.size());
     for (std::size_t i = 0; i < by.size(); ++i) v[i] = measured_rate(by[i]);
-    fill_predictions(p, v, config_.samples_per_epoch);
+    fill_predictions(p, v, config_.samples_per_epoch,
+                     exchange_epoch_s(config_, p.epoch, exchange_s(config_, by)));
     p.changed = p.batch != current.batch;
     return p;
   }

@@ -128,10 +128,11 @@ std::string value(const json& v) {
 // building one: the daemon writes a head per plan and a tail per rank.
 std::string plan_head(const std::string& job, std::int64_t epoch, int world, int global_batch,
                       double predicted, double ideal, bool changed, const std::string& reason,
-                      std::uint64_t hash) {
+                      std::uint64_t hash, double exchange) {
   std::string out = open_line("plan", json::object());
   out += changed ? ",\"changed\":true" : ",\"changed\":false";
   out += ",\"epoch\":" + std::to_string(epoch + 1);
+  if (exchange > 0) out += ",\"exchange_epoch_s\":" + value(exchange);
   out += ",\"global_batch\":" + std::to_string(global_batch);
   out += ",\"hash\":\"" + hex(hash) + "\"";
   out += ",\"ideal_epoch_s\":" + value(ideal);
@@ -207,6 +208,7 @@ PlanMsg plan_from(const Fields& f) {
   m.throughput = f.number("throughput", 0);
   m.predicted_epoch_s = f.number("predicted_epoch_s", 0);
   m.ideal_epoch_s = f.number("ideal_epoch_s", 0);
+  m.exchange_epoch_s = f.number_or("exchange_epoch_s", 0, 0);
   m.changed = f.boolean("changed");
   m.reason = f.string("reason", kMaxMessage);
   m.hash = hash_of(f);
@@ -247,7 +249,8 @@ std::string encode(const Message& message) {
       [&message](const auto& m) -> std::string {
         if constexpr (std::is_same_v<std::decay_t<decltype(m)>, PlanMsg>) {
           std::string out = plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
-                                      m.ideal_epoch_s, m.changed, m.reason, m.hash);
+                                      m.ideal_epoch_s, m.changed, m.reason, m.hash,
+                                      m.exchange_epoch_s);
           append_tail(out, m.rank, m.batch, m.offset, m.throughput);
           return out;
         } else {
@@ -261,7 +264,8 @@ PlanLines::PlanLines(const std::string& job, Plan plan)
     : plan_(std::move(plan)),
       hash_(plan_hash(plan_)),
       head_(plan_head(job, plan_.epoch, plan_.world(), plan_.global_batch, plan_.predicted_epoch_s,
-                      plan_.ideal_epoch_s, plan_.changed, plan_.reason, hash_)) {}
+                      plan_.ideal_epoch_s, plan_.changed, plan_.reason, hash_,
+                      plan_.exchange_epoch_s)) {}
 
 std::string PlanLines::line(int rank) const {
   const auto i = static_cast<std::size_t>(rank);

@@ -43,6 +43,7 @@ struct PlanMsg {
   bool changed = false;
   std::string reason;
   std::uint64_t hash = 0;  // plan_hash of the whole plan
+  double exchange_epoch_s = 0;  // the exchange's seconds in predicted_epoch_s (0 = not known)
   bool operator==(const PlanMsg&) const = default;
 };
 

@@ -55,19 +55,21 @@ std::uint64_t plan_hash(const Plan& p) {
 
 PlanMsg share_of(const std::string& job, const Plan& p, int rank, std::uint64_t hash) {
   const auto i = static_cast<std::size_t>(rank);
-  return {job,
-          p.epoch,
-          rank,
-          p.world(),
-          p.global_batch,
-          p.batch[i],
-          p.offset[i],
-          i < p.throughput.size() ? p.throughput[i] : 0.0,
-          p.predicted_epoch_s,
-          p.ideal_epoch_s,
-          p.changed,
-          p.reason,
-          hash};
+  PlanMsg m{job,
+            p.epoch,
+            rank,
+            p.world(),
+            p.global_batch,
+            p.batch[i],
+            p.offset[i],
+            i < p.throughput.size() ? p.throughput[i] : 0.0,
+            p.predicted_epoch_s,
+            p.ideal_epoch_s,
+            p.changed,
+            p.reason,
+            hash};
+  m.exchange_epoch_s = p.exchange_epoch_s;
+  return m;
 }
 
 Share share_of(const PlanMsg& m) {
@@ -96,6 +98,7 @@ std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
   }
   p.predicted_epoch_s = mine.predicted_epoch_s;
   p.ideal_epoch_s = mine.ideal_epoch_s;
+  p.exchange_epoch_s = mine.exchange_epoch_s;
   p.changed = mine.changed;
   p.reason = mine.reason;
   if (plan_hash(p) != all[0].hash) {

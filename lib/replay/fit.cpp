@@ -1,16 +1,234 @@
 #include "lib/replay/fit.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "lib/common/error.h"
 #include "lib/common/stats.h"
-#include "lib/replay/simulate.h"
+#include "lib/policy/cost.h"
 
 namespace dbs::replay {
 namespace {
 
-// Runs epoch k of the trace under its recorded plans.
+// Replaces the zeros of v (unknown) by the same rank's value in the nearest epoch that has one
+// (earlier first), else by the mean of the epoch's known ranks, else by 1.
+void fill_unknown(std::vector<std::vector<double>>& v) {
+  const std::size_t epochs = v.size(), n = epochs > 0 ? v[0].size() : 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t e = 0; e < epochs; ++e) {
+      if (v[e][i] > 0) continue;
+      for (std::size_t d = 1; d < epochs && v[e][i] <= 0; ++d) {
+        if (e >= d && v[e - d][i] > 0)
+          v[e][i] = v[e - d][i];
+        else if (e + d < epochs && v[e + d][i] > 0)
+          v[e][i] = v[e + d][i];
+      }
+    }
+  }
+  for (std::vector<double>& row : v) {
+    double sum = 0;
+    int known = 0;
+    for (const double x : row) {
+      if (x > 0) {
+        sum += x;
+        ++known;
+      }
+    }
+    for (double& x : row) {
+      if (x <= 0) x = known > 0 ? sum / known : 1.0;
+    }
+  }
+}
+
+// [epoch][rank]: the rank's slowdown factor over the epoch when it is the same at every step,
+// else 0.
+std::vector<std::vector<double>> steady_factors(const Cluster& c) {
+  std::vector<std::vector<double>> out;
+  for (std::int64_t e = 0; e < c.epochs(); ++e) {
+    const std::vector<double>& base = c.base[static_cast<std::size_t>(e)];
+    std::vector<double> first = rates_at(c, e, 0);
+    for (std::size_t i = 0; i < first.size(); ++i) first[i] = base[i] / first[i];
+    for (const std::int64_t s : rate_changes(c, e)) {
+      const std::vector<double> v = rates_at(c, e, s);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (base[i] / v[i] != first[i]) first[i] = 0.0;
+    }
+    out.push_back(std::move(first));
+  }
+  return out;
+}
+
+// Threads per rank from the header (its "threads", 0 or absent: 1).
+int threads_of(const Header& h) {
+  const auto it = h.config.find("threads");
+  if (it == h.config.end() || !it->is_number_integer()) return 1;
+  return std::max(1, it->get<int>());
+}
+
+// held and period_s from the cpu records: a rank's first recorded quota, as a share of its
+// threads when below them.
+void quotas(const Trace& trace, Cluster& c) {
+  const double threads = threads_of(trace.header);
+  std::vector<double> held(static_cast<std::size_t>(c.world), 0.0);
+  std::vector<bool> seen(held.size(), false);
+  bool any = false;
+  for (const EpochRecords& rec : trace.epochs) {
+    for (const trace::CpuRecord& r : rec.cpu) {
+      const auto i = static_cast<std::size_t>(r.rank);
+      if (seen[i] || r.quota_cores <= 0) continue;
+      seen[i] = true;
+      if (r.quota_cores + 1e-6 < threads) {
+        held[i] = r.quota_cores / threads;
+        any = true;
+      }
+      if (r.period_s > 0) c.period_s = r.period_s;
+    }
+  }
+  if (any) c.held = std::move(held);
+}
+
+// The shape a_i of every rank (fit.h): from its work points of at least kShapeSteps steps in
+// epochs where its slowdown factor is steady (steady_factors), divided by that factor.
+std::vector<RankFit> shapes(const Trace& trace, const std::vector<std::vector<double>>& steady) {
+  std::vector<RankFit> out(static_cast<std::size_t>(trace.header.world));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::vector<policy::Sample> samples;
+    std::map<int, int> sizes;
+    for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+      const double f = steady[k][i];
+      if (!(f > 0)) continue;
+      for (const CostPoint& p : trace.epochs[k].reports[i].work) {
+        if (p.batch <= 0 || p.steps < kShapeSteps || !(p.mean_s > 0)) continue;
+        samples.push_back({static_cast<double>(p.batch), static_cast<double>(p.steps), p.mean_s / f});
+        ++sizes[p.batch];
+      }
+    }
+    RankFit& r = out[i];
+    r.sizes = static_cast<int>(sizes.size());
+    if (!sizes.empty()) r.min_batch = sizes.begin()->first, r.max_batch = sizes.rbegin()->first;
+    if (r.sizes < 2) continue;
+    if (const std::optional<policy::Cost> cost = policy::fit_samples(samples)) {
+      r.shape = cost->alpha / cost->beta;
+    }
+  }
+  return out;
+}
+
+// Of epoch k under the recorded plans: rank i's recorded work over the model's (work points
+// matched by batch size, weighted by steps), or 0 when none match.
+double work_ratio(const Report& recorded, const Report& model) {
+  double rec = 0, mod = 0;
+  for (const CostPoint& r : recorded.work) {
+    for (const CostPoint& m : model.work) {
+      if (r.batch <= 0 || r.batch != m.batch || !(r.mean_s > 0) || !(m.mean_s > 0)) continue;
+      rec += static_cast<double>(r.steps) * r.mean_s;
+      mod += static_cast<double>(r.steps) * m.mean_s;
+    }
+  }
+  return rec > 0 && mod > 0 ? rec / mod : 0.0;
+}
+
+// Rank i's jitter: the median over the epochs in which its slowdown factor is steady of the
+// relative standard deviation of its work at its main point (a slowdown that starts inside an
+// epoch makes two kinds of steps, not noise; an epoch with a one-off stall, or the first with
+// its start-up, has a far larger one that no other step shares); 0 when unknown.
+double jitter_of(const Trace& trace, const std::vector<std::vector<double>>& steady,
+                 std::size_t i) {
+  std::vector<double> rel;
+  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+    const CostPoint& p = trace.epochs[k].reports[i].work[0];
+    if (p.steps > 1 && p.mean_s > 0 && steady[k][i] > 0) rel.push_back(p.sd_s / p.mean_s);
+  }
+  return stats::median(std::move(rel));
+}
+
+// Per step: the least comm_s of the ranks (the last to arrive waits least) over the steps, the
+// median over the epochs.
+double least_comm(const Trace& trace, double steps) {
+  std::vector<double> per_epoch;
+  for (const EpochRecords& rec : trace.epochs) {
+    double least = rec.reports.front().comm_s;
+    for (const Report& r : rec.reports) least = std::min(least, r.comm_s);
+    per_epoch.push_back(least / steps);
+  }
+  return stats::median(std::move(per_epoch));
+}
+
+// Scales c.jitter down (by bisection on one factor for all ranks) until the critical path of
+// the recorded plans fits in the recorded walls less the allreduce (fit.h).
+void fit_jitter(const Trace& trace, Cluster& c) {
+  if (c.jitter.empty()) return;
+  const auto steps = static_cast<double>(c.steps());
+  double budget = -least_comm(trace, steps) * steps * static_cast<double>(trace.epochs.size());
+  for (const EpochRecords& rec : trace.epochs) budget += rec.wall_s;
+  const std::vector<std::vector<double>> full = c.jitter;
+  const auto critical = [&](double scale) {
+    for (std::size_t e = 0; e < full.size(); ++e)
+      for (std::size_t i = 0; i < full[e].size(); ++i) c.jitter[e][i] = scale * full[e][i];
+    double sum = 0;
+    for (std::size_t k = 0; k < trace.epochs.size(); ++k)
+      sum += recorded_run(trace, c, CostModel{}, k).compute_s;
+    return sum;
+  };
+  if (critical(1.0) <= budget) return;
+  double lo = 0, hi = 1;
+  for (int k = 0; k < 30; ++k) {
+    const double mid = 0.5 * (lo + hi);
+    (critical(mid) <= budget ? lo : hi) = mid;
+  }
+  critical(lo);
+}
+
+bool has_work(const Trace& trace) {
+  for (const EpochRecords& rec : trace.epochs)
+    for (const Report& r : rec.reports)
+      if (r.work[0].batch > 0) return true;
+  return false;
+}
+
+// Factors 1 for every rank and point: a cluster whose simulated reports carry the model's own
+// work points.
+std::vector<std::vector<Cluster::WorkBias>> unit_bias(std::size_t epochs, int world) {
+  return {epochs, std::vector<Cluster::WorkBias>(static_cast<std::size_t>(world),
+                                                 Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}})};
+}
+
+// Cluster::work_bias of the trace (empty when no rank record has work times): the recorded
+// work points over the model's under the recorded plans, matched by batch size.
+std::vector<std::vector<Cluster::WorkBias>> work_bias(const Trace& trace, const Cluster& c) {
+  if (!has_work(trace)) return {};
+  Cluster unit = c;
+  unit.work_bias = unit_bias(trace.epochs.size(), c.world);
+  std::vector<std::vector<Cluster::WorkBias>> out;
+  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+    const EpochRun run = recorded_run(trace, unit, CostModel{}, k);
+    std::vector<Cluster::WorkBias> epoch(static_cast<std::size_t>(c.world));
+    for (std::size_t i = 0; i < epoch.size(); ++i) {
+      const auto& recorded = trace.epochs[k].reports[i].work;
+      const auto& model = run.reports[i].work;
+      Cluster::WorkBias& b = epoch[i];
+      b.reported = recorded[0].batch > 0;
+      std::array<bool, 2> matched{};
+      for (std::size_t p = 0; p < model.size(); ++p) {
+        for (const CostPoint& r : recorded) {
+          if (r.batch == 0 || r.batch != model[p].batch || !(model[p].mean_s > 0) ||
+              !(r.mean_s > 0))
+            continue;
+          b.mean[p] = r.mean_s / model[p].mean_s;
+          b.sd[p] = r.sd_s / r.mean_s;
+          matched[p] = true;
+        }
+      }
+      if (!matched[1]) b.mean[1] = b.mean[0], b.sd[1] = b.sd[0];
+    }
+    out.push_back(std::move(epoch));
+  }
+  return out;
+}
+
+}  // namespace
+
 EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostModel& cost,
                       std::size_t k) {
   const EpochRecords& rec = trace.epochs[k];
@@ -31,109 +249,76 @@ EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostMode
                    recorded_interval(rec, trace.header.settings.rebalance_every), replay_recorded);
 }
 
-// Replaces the zeros of base (unknown) by the same rank's value in the nearest epoch that has
-// one (earlier first), else by the mean of the epoch's known ranks, else by 1.
-void fill_unknown(std::vector<std::vector<double>>& base) {
-  const std::size_t epochs = base.size(), n = epochs > 0 ? base[0].size() : 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t e = 0; e < epochs; ++e) {
-      if (base[e][i] > 0) continue;
-      for (std::size_t d = 1; d < epochs && base[e][i] <= 0; ++d) {
-        if (e >= d && base[e - d][i] > 0)
-          base[e][i] = base[e - d][i];
-        else if (e + d < epochs && base[e + d][i] > 0)
-          base[e][i] = base[e + d][i];
-      }
-    }
-  }
-  for (std::vector<double>& v : base) {
-    double sum = 0;
-    int known = 0;
-    for (const double x : v) {
-      if (x > 0) {
-        sum += x;
-        ++known;
-      }
-    }
-    for (double& x : v) {
-      if (x <= 0) x = known > 0 ? sum / known : 1.0;
-    }
-  }
-}
-
-// Cluster::work_bias of the trace (empty when no rank record has work times): the recorded
-// work points over the model's under the recorded plans, matched by batch size.
-std::vector<std::vector<Cluster::WorkBias>> work_bias(const Trace& trace, const Cluster& c) {
-  bool any = false;
-  for (const EpochRecords& rec : trace.epochs)
-    for (const Report& r : rec.reports) any = any || r.work[0].batch > 0;
-  if (!any) return {};
-  // Factors 1: the model's own work points.
-  Cluster unit = c;
-  unit.work_bias.assign(trace.epochs.size(),
-                        std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
-                                                       Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
-  std::vector<std::vector<Cluster::WorkBias>> out;
-  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
-    const EpochRun run = recorded_run(trace, unit, CostModel{}, k);
-    std::vector<Cluster::WorkBias> epoch(static_cast<std::size_t>(c.world));
-    for (std::size_t i = 0; i < epoch.size(); ++i) {
-      const auto& recorded = trace.epochs[k].reports[i].work;
-      const auto& model = run.reports[i].work;
-      Cluster::WorkBias& b = epoch[i];
-      b.reported = recorded[0].batch > 0;
-      std::array<bool, 2> matched{};
-      for (std::size_t p = 0; p < model.size(); ++p) {
-        for (const CostPoint& r : recorded) {
-          if (r.batch == 0 || r.batch != model[p].batch || !(model[p].mean_s > 0) || !(r.mean_s > 0)) continue;
-          b.mean[p] = r.mean_s / model[p].mean_s;
-          b.sd[p] = r.sd_s / r.mean_s;
-          matched[p] = true;
-        }
-      }
-      if (!matched[1]) b.mean[1] = b.mean[0], b.sd[1] = b.sd[0];
-    }
-    out.push_back(std::move(epoch));
-  }
-  return out;
-}
-
-}  // namespace
-
 int recorded_interval(const EpochRecords& epoch, int rebalance_every) {
   std::int64_t k = rebalance_every;
   for (std::size_t j = 1; j < epoch.plans.size(); ++j) k = std::gcd(k, epoch.plans[j].step);
   return static_cast<int>(k);
 }
 
-Cluster cluster_from_trace(const Trace& trace) {
+Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
   const Header& h = trace.header;
+  const std::size_t epochs = trace.epochs.size(), n = static_cast<std::size_t>(h.world);
   Cluster c;
   c.world = h.world;
   c.global_batch = h.settings.global_batch;
   c.samples_per_epoch = h.settings.samples_per_epoch;
   c.slowdowns = slowdowns_of(trace);
-  const auto n = static_cast<std::size_t>(h.world);
-  // With every base rate 1, a rank's simulated compute time is sum_s b_i(s) * F_i(s).
+  quotas(trace, c);
+  const bool work = has_work(trace);
+
+  // Unit levels (beta 1, alpha a_i): the model's work under the recorded plans, to be scaled.
   Cluster unit = c;
-  unit.base.assign(trace.epochs.size(), std::vector<double>(n, 1.0));
-  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+  unit.held.clear();
+  unit.base.assign(epochs, std::vector<double>(n, 1.0));
+  const std::vector<std::vector<double>> steady =
+      work ? steady_factors(unit) : std::vector<std::vector<double>>{};
+  std::vector<RankFit> ranks =
+      work ? shapes(trace, steady) : std::vector<RankFit>(n);
+  if (work) {
+    unit.alpha.assign(epochs, std::vector<double>(n, 0.0));
+    for (std::size_t e = 0; e < epochs; ++e)
+      for (std::size_t i = 0; i < n; ++i) unit.alpha[e][i] = ranks[i].shape;
+    unit.work_bias = unit_bias(epochs, c.world);
+  }
+  for (std::size_t k = 0; k < epochs; ++k) {
     const EpochRun run = recorded_run(trace, unit, CostModel{}, k);
     std::vector<double> base(n, 0.0);
     for (std::size_t i = 0; i < n; ++i) {
-      const double weighted = run.reports[i].compute_s;
-      const double measured = trace.epochs[k].reports[i].compute_s;
-      if (weighted > 0 && measured > 0 && trace.epochs[k].reports[i].samples > 0) {
-        base[i] = weighted / measured;
+      const Report& rec = trace.epochs[k].reports[i];
+      const Report& model = run.reports[i];
+      if (work) {
+        const double ratio = work_ratio(rec, model);  // seconds per unit of the unit model
+        if (ratio > 0) base[i] = 1.0 / ratio;
+      } else if (model.compute_s > 0 && rec.compute_s > 0 && rec.samples > 0) {
+        base[i] = model.compute_s / rec.compute_s;
       }
     }
     c.base.push_back(std::move(base));
   }
   fill_unknown(c.base);
+  // A held rank's recorded work is sustained (cost / held): its cost at full speed is held
+  // times that.
+  for (std::size_t i = 0; i < c.held.size(); ++i) {
+    ranks[i].held = c.held[i];
+    if (c.held[i] > 0)
+      for (std::vector<double>& v : c.base) v[i] /= c.held[i];
+  }
+  if (work) {
+    c.alpha.assign(epochs, std::vector<double>(n, 0.0));
+    c.jitter.assign(epochs, std::vector<double>(n, 0.0));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double jitter = c.held_share(i) == 0 ? jitter_of(trace, steady, i) : 0.0;
+      for (std::size_t e = 0; e < epochs; ++e) {
+        c.alpha[e][i] = ranks[i].shape / c.base[e][i];
+        c.jitter[e][i] = jitter;
+      }
+    }
+    fit_jitter(trace, c);
+  }
   // The median bias: the recorded median step rate over the one the model gives under the
   // recorded plans (1 where either is unknown).
   std::vector<std::vector<double>> median_bias;  // filled after the runs that read c
-  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+  for (std::size_t k = 0; k < epochs; ++k) {
     const EpochRun run = recorded_run(trace, c, CostModel{}, k);
     std::vector<double> bias(n, 1.0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -145,6 +330,7 @@ Cluster cluster_from_trace(const Trace& trace) {
   }
   c.median_bias = std::move(median_bias);
   c.work_bias = work_bias(trace, c);
+  if (fits != nullptr) *fits = std::move(ranks);
   return c;
 }
 
@@ -152,23 +338,19 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   Fit f;
   const int world = cluster.world;
   const auto steps = static_cast<double>(cluster.steps());
-  std::vector<double> per_epoch;
   double wall = 0, critical = 0;
   for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
-    const EpochRecords& rec = trace.epochs[k];
-    double least = rec.reports.front().comm_s;
-    for (const Report& r : rec.reports) least = std::min(least, r.comm_s);
-    per_epoch.push_back(least / steps);
     f.recorded_compute_s.push_back(recorded_run(trace, cluster, CostModel{}, k).compute_s);
-    wall += rec.wall_s;
+    wall += trace.epochs[k].wall_s;
     critical += f.recorded_compute_s.back();
   }
   // What the walls hold per step beyond the critical path; the allreduce cannot exceed it.
   const double unexplained = std::max(0.0, (wall - critical) / (steps * trace.epochs.size()));
-  f.measured_allreduce_s = std::min(stats::median(per_epoch), unexplained);
+  f.measured_allreduce_s = std::min(least_comm(trace, steps), unexplained);
   f.fitted_overhead_s = unexplained - f.measured_allreduce_s;
 
   CostModel& m = f.cost;
+  m.algorithm = options.algorithm;
   m.bytes = trace.header.params > 0 ? allreduce_bytes(trace.header.params, world) : 0.0;
   f.latency_given = options.latency_s.has_value();
   f.bandwidth_given = options.bandwidth.has_value();
@@ -176,19 +358,19 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   m.latency_s = world > 1 ? options.latency_s.value_or(kDefaultLatency) : 0.0;
   if (f.bandwidth_given) {
     m.bandwidth = *options.bandwidth;
-    m.allreduce_s = ring_allreduce_s(world, m.bytes, m.latency_s, m.bandwidth);
+    m.allreduce_s = allreduce_s(m.algorithm, world, m.bytes, m.latency_s, m.bandwidth);
   } else if (world <= 1) {
     m.allreduce_s = f.measured_allreduce_s;  // a copy, no messages
   } else {
-    const double hops = 2.0 * (world - 1);
-    const double rest = f.measured_allreduce_s - hops * m.latency_s;
+    const double messages = allreduce_messages(m.algorithm, world);
+    const double rest = f.measured_allreduce_s - messages * m.latency_s;
     if (rest > 0 && m.bytes > 0) {
-      m.bandwidth = hops / world * m.bytes / rest;
+      m.bandwidth = allreduce_volume(m.algorithm, world) * m.bytes / rest;
       m.allreduce_s = f.measured_allreduce_s;
     } else if (f.latency_given) {
-      m.allreduce_s = ring_allreduce_s(world, m.bytes, m.latency_s, 0.0);
+      m.allreduce_s = allreduce_s(m.algorithm, world, m.bytes, m.latency_s, 0.0);
     } else {
-      m.latency_s = f.measured_allreduce_s / hops;  // all of it is latency
+      m.latency_s = f.measured_allreduce_s / messages;  // all of it is latency
       m.allreduce_s = f.measured_allreduce_s;
     }
   }

@@ -1,29 +1,49 @@
 // From a trace to what replay simulates: the ground truth (model.h's Cluster) and the per-step
 // cost model.
 //
-// Ground truth: in epoch e rank i computed its samples in compute_s_i seconds; a sample computed
-// while slowdowns of factor F were active took F times as long, so the rank's base throughput is
-//   base[e][i] = (sum over its steps of b_i(s) * F_i(s)) / compute_s_i,
-// with b_i(s) from the recorded plans (re-plans included) and F_i(s) from the disturbance
-// records. That is exact for `sleep` slowdowns; for `hog` the nominal factor stands in for the
-// real effect. A rank without a measurement in an epoch keeps its value from the nearest epoch
-// that has one. The policy sees each rank's median step rate, which per-step jitter sets apart
-// from samples / compute_s: the ratio of the recorded median to the model's, under the recorded
-// plans, is kept per rank and epoch (Cluster::median_bias) so the simulated policy sees what the
-// real one saw; so is the ratio of the recorded work times (Report::work) to the model's, with
-// their relative spread (Cluster::work_bias), for traces that have them.
+// Ground truth, per rank i and epoch e: its work per step t(b) = alpha + beta * b outside
+// slowdowns (the rank's time between two allreduces: gathering its slice, forward + backward,
+// the optimizer update; a slowdown of factor F multiplies it by F).
+//   - Shape: the fixed cost in samples, a_i = alpha_i / beta_i, is one figure per rank for the
+//     whole trace, fitted by weighted least squares (policy::fit_samples) to the rank's work
+//     points (Report::work, mean work per step at a batch size) with at least kShapeSteps steps,
+//     from the epochs in which its slowdown factor F does not change, divided by F. It needs
+//     two batch sizes: a rank that ran one (the equal split of a static run; the short last
+//     step, a single noisy step, does not count) is assumed proportional, a_i = 0. At the equal
+//     split that predicts the balanced step exactly when the ranks' a_i are alike (the same code
+//     on similar cores, slowed as a whole), whatever their value; a run records a second size
+//     whenever its plan changes: under dbs the first epoch's equal split and the next epoch's plan.
+//   - Level: each epoch's beta from what the rank measured in it, with the shape fixed, so that
+//     the model reproduces the epoch under its recorded plans (re-plans included): the recorded
+//     work points over the model's at the same batch sizes, or, for reports without work times
+//     (older traces), samples / compute_s as before (a_i = 0; the update and gathering are then
+//     in the overhead).
+//   - Held ranks: a rank whose cpu records give a quota below its threads (header "threads",
+//     1 when absent) has held = quota / threads, the period of the records (kCfsPeriod when not
+//     recorded), and a cost at full speed: its reported work is the sustained time, cost / held.
+//   - Jitter: the relative standard deviation of a rank's work per step at its main point, the
+//     median over the epochs (Cluster::jitter); the slowest of several noisy ranks is later on
+//     average than the slowest mean, which is what a balanced split pays per step. Step times
+//     are skewed (rare long steps) more than normal: where the expected maxima would make the
+//     recorded plans' critical path longer than the recorded walls less the allreduce, every
+//     rank's jitter is scaled down until they fit.
+//   - The rank's measured median step rate and work points over the model's, under the recorded
+//     plans (Cluster::median_bias and work_bias), so the simulated policy sees what the real one
+//     saw. That is exact for `sleep` slowdowns; for `hog` the nominal factor stands in for the
+//     real effect. A rank without a measurement in an epoch keeps its value from the nearest
+//     epoch that has one.
 //
 // Cost model, per step, fitted from the records (each figure can be given instead):
 //   allreduce_s - the slowest rank waits least, so min over ranks of comm_s / S is the pure
-//                 allreduce of an epoch; the median over epochs is taken. Split into the ring
-//                 model's latency (given, default kDefaultLatency: one trace has one message size,
-//                 so latency and bandwidth cannot both be fitted) and the bandwidth that makes
-//                 the model reproduce it. A given bandwidth replaces the measured time by the
-//                 model's.
-//   overhead_s  - what the epochs' wall times hold beyond the compute critical path of the
-//                 recorded plans and the allreduce: optimizer update, data gathering, and the
-//                 per-step jitter of the slowest rank. Fitted as (sum of wall_s - sum of critical
-//                 paths) / (epochs x S) - allreduce_s, so it is exact in total over the trace.
+//                 allreduce of an epoch; the median over epochs is taken. Split into the
+//                 model's latency (given, default kDefaultLatency: one trace has one message
+//                 size, so latency and bandwidth cannot both be fitted) and the bandwidth that
+//                 makes the model (ring or tree, allreduce_messages and allreduce_volume)
+//                 reproduce it. A given bandwidth replaces the measured time by the model's.
+//   overhead_s  - what the epochs' wall times hold beyond the simulated critical path of the
+//                 recorded plans and the allreduce (bookkeeping, waking a sleeping rank). Fitted
+//                 as (sum of wall_s - sum of critical paths) / (epochs x S) - allreduce_s, so it
+//                 is exact in total over the trace.
 #pragma once
 
 #include <optional>
@@ -31,25 +51,37 @@
 
 #include "lib/replay/model.h"
 #include "lib/replay/reader.h"
+#include "lib/replay/simulate.h"
 
 namespace dbs::replay {
 
-inline constexpr double kDefaultLatency = 20e-6;  // seconds per ring allreduce message
+inline constexpr double kDefaultLatency = 20e-6;  // seconds per allreduce message
+inline constexpr std::int64_t kShapeSteps = 3;     // least steps of a work point the shape uses
 
 struct CostOptions {
   std::optional<double> latency_s;   // default kDefaultLatency
   std::optional<double> bandwidth;   // bytes/s (0 = infinite); default fitted
   std::optional<double> overhead_s;  // default fitted
+  Allreduce algorithm = Allreduce::ring;
+};
+
+// How a rank's cost was fitted, for the model line.
+struct RankFit {
+  double shape = 0;      // a_i = alpha / beta, samples (0 = proportional)
+  int sizes = 0;         // distinct batch sizes the shape was fitted from (< 2: assumed)
+  int min_batch = 0, max_batch = 0;  // their range
+  double held = 0;       // the quota's share of full speed (0 = none)
 };
 
 // Throws InputError when the trace's plans do not fit its header (world, batch).
-Cluster cluster_from_trace(const Trace& trace);
+Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits = nullptr);
 
 struct Fit {
   CostModel cost;
+  std::vector<RankFit> ranks;
   double measured_allreduce_s = 0;         // per step, from the comm_s records
   double fitted_overhead_s = 0;            // per step, before any --overhead-s
-  std::vector<double> recorded_compute_s;  // per epoch: compute critical path of recorded plans
+  std::vector<double> recorded_compute_s;  // per epoch: critical path of the recorded plans
   bool latency_given = false, bandwidth_given = false, overhead_given = false;
 };
 
@@ -58,5 +90,9 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
 // The re-plan interval that visits every recorded re-plan of the epoch: gcd of rebalance_every
 // and their steps (0 when there are none and rebalance_every is 0).
 int recorded_interval(const EpochRecords& epoch, int rebalance_every);
+
+// Epoch k of the trace simulated on `cluster` under its recorded plans.
+EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostModel& cost,
+                      std::size_t k);
 
 }  // namespace dbs::replay

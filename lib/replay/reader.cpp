@@ -231,16 +231,21 @@ class Reader {
     open_.reset();
   }
 
-  // A timing or cpu record: checked, and kept with the epoch being collected when it belongs to
-  // it (replay models neither: they are the agent's own diagnosis).
+  // A timing or cpu record: checked, and kept with its epoch (the agent writes them before the
+  // epoch's rank records, so they may open it). Replay reads a held rank's CPU quota from the
+  // cpu records; the timing records are the agent's own diagnosis.
   void timing(const json& j) {
-    const trace::TimingRecord t = trace::timing_from_json(Fields(j, where_ + ": timing record"));
-    if (open_ && open_->epoch == t.epoch) open_->timings.push_back(t);
+    const Fields f(j, where_ + ": timing record");
+    const trace::TimingRecord t = trace::timing_from_json(f);
+    f.small("rank", 0, world() - 1);
+    epoch_for(f, t.epoch + 1).timings.push_back(t);
   }
 
   void cpu(const json& j) {
-    const trace::CpuRecord c = trace::cpu_from_json(Fields(j, where_ + ": cpu record"));
-    if (open_ && open_->epoch == c.epoch) open_->cpu.push_back(c);
+    const Fields f(j, where_ + ": cpu record");
+    const trace::CpuRecord c = trace::cpu_from_json(f);
+    f.small("rank", 0, world() - 1);
+    epoch_for(f, c.epoch + 1).cpu.push_back(c);
   }
 
   void disturbance(const json& j) {

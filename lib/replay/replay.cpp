@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "lib/common/error.h"
+#include "lib/common/format.h"
 
 namespace dbs::replay {
 
@@ -44,8 +45,10 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
   Replay r;
   r.path = trace.path;
   r.header = trace.header;
-  r.cluster = cluster_from_trace(trace);
+  std::vector<RankFit> ranks;
+  r.cluster = cluster_from_trace(trace, &ranks);
   r.fit = fit_cost(trace, r.cluster, options.cost);
+  r.fit.ranks = std::move(ranks);
   for (const EpochRecords& e : trace.epochs) {
     r.recorded_s.push_back(e.wall_s);
     r.recorded_total_s += e.wall_s;
@@ -61,6 +64,14 @@ Replay replay(const Trace& trace, const ReplayOptions& options) {
     throw ConfigError(e.what());
   }
   base.policy = h.policy;
+  // The simulation exchanges the gradient every step; an epoch that averaged the models makes
+  // ceil(S / H) exchanges, and its reports' comm_s is per average: refused rather than
+  // mispredicted.
+  if (base.average_every > 0 && base.average_after_epochs < std::ssize(trace.epochs))
+    throw InputError(format(
+        "%s: the run averages the models every %d steps (average_every) from epoch %d; replay "
+        "simulates synchronous training, a gradient exchange every step, and cannot replay it",
+        trace.path.c_str(), base.average_every, base.average_after_epochs + 1));
   const bool as_recorded = base == h;
 
   std::vector<PolicySpec> specs = options.policies;

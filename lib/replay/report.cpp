@@ -116,6 +116,43 @@ std::string epoch_table(const Replay& r) {
   return t + "</table>\n";
 }
 
+// Stacked bands per epoch of one policy's time: balanced compute, imbalance, exchange, overhead.
+std::string where_chart(const SimResult& res) {
+  chart::Chart c{"Where the time goes: " + to_string(res.config.policy), "epoch", "seconds", {}, true};
+  std::vector<double> x;
+  for (std::size_t e = 0; e <= res.epochs.size(); ++e) x.push_back(static_cast<double>(e + 1));
+  const char* names[] = {"balanced compute", "imbalance", "exchange", "overhead"};
+  std::vector<double> low(res.epochs.size(), 0.0);
+  for (std::size_t part = 0; part < 4; ++part) {
+    chart::Series s = series(names[part], chart::color(part), x, low);
+    s.band = true;
+    s.step = true;
+    s.opacity = 0.6;
+    for (std::size_t e = 0; e < res.epochs.size(); ++e) {
+      const EpochRun& run = res.epochs[e];
+      const double parts[] = {run.ideal_compute_s, run.compute_s - run.ideal_compute_s,
+                              run.exchange_s, run.overhead_s};
+      low[e] += parts[part];
+      s.high.push_back(low[e]);
+    }
+    c.series.push_back(std::move(s));
+  }
+  return chart::render(c);
+}
+
+std::string where_table(const Replay& r) {
+  std::string t =
+      "<table><tr><th>policy</th><th>balanced s</th><th>imbalance s</th><th>exchange s</th>"
+      "<th>overhead s</th><th>total s</th></tr>\n";
+  for (const SimResult& res : r.results) {
+    t += "<tr><td>" + chart::escape(to_string(res.config.policy)) + "</td><td>" +
+         fixed(res.ideal_compute_s) + "</td><td>" + fixed(res.compute_s - res.ideal_compute_s) +
+         "</td><td>" + fixed(res.exchange_s) + "</td><td>" + fixed(res.overhead_s) + "</td><td>" +
+         fixed(res.total_s) + "</td></tr>\n";
+  }
+  return t + "</table>\n";
+}
+
 }  // namespace
 
 std::string html_report(const Replay& r) {
@@ -127,12 +164,18 @@ std::string html_report(const Replay& r) {
        " samples per epoch (" + std::to_string(r.cluster.steps()) + " steps), " +
        std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
        chart::escape(to_string(h.settings.policy)) + "</code>.</p>\n";
-  o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) +
+  o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) + ". " +
+       chart::escape(describe_ranks(r)) +
        ". Ideal: every step split in proportion to the throughputs, plus allreduce and "
        "overhead. Throughputs are the ground truth read from the trace; time runs in epochs of "
        "training progress.</p>\n";
   o += "<h2>Summary</h2>\n" + summary_table(r);
   o += time_chart(r);
+  o += "<h2>Where the time goes</h2>\n<p class=\"note\">Balanced: every step split in "
+       "proportion to the ranks' speeds; imbalance: the slowest rank's excess over it; exchange: "
+       "the allreduce; overhead: the rest of a step.</p>\n" +
+       where_table(r);
+  for (const SimResult& res : r.results) o += where_chart(res);
   o += "<h2>Throughput per rank</h2>\n";
   chart::Chart tp{"Throughput per rank (ground truth)", "epoch", "samples/s",
                 per_rank(throughput_pieces(r.cluster)), true};

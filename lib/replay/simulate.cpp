@@ -1,9 +1,13 @@
-// Words: a chunk is a run of consecutive steps under one batch split and one set of rates (no
+// Words: a chunk is a run of consecutive steps under one batch split and one set of costs (no
 // slowdown starts or stops inside it, no re-plan falls inside it, the short last step is a chunk
-// of its own); the window is the chunks since the last re-plan.
+// of its own); the window is the chunks since the last re-plan; a held rank is one a CPU quota
+// holds (model.h), whose steps are costed one by one along the epoch's clock (seconds since its
+// start; every epoch starts at the start of a quota period with the full grant).
 #include "lib/replay/simulate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <utility>
 
 #include "lib/common/error.h"
@@ -56,20 +60,150 @@ std::vector<Active> active_in(const Cluster& c, std::int64_t e) {
 struct Chunk {
   std::int64_t begin, steps;  // steps [begin, begin + steps)
   std::vector<int> batch;
-  std::vector<double> rate;  // samples/s per rank
-  double step_s = 0;         // the slowest rank's compute per step
+  std::vector<double> rate;  // samples/s per rank (base / F), for the plain rates
+  std::vector<double> cost;  // per rank: full-speed work seconds of one step (0 for batch 0)
+  // Per rank: the wall seconds of its steps' work, (seconds, steps): one entry for a rank no
+  // quota holds, one per distinct run of equal steps for a held one.
+  std::vector<std::vector<std::pair<double, std::int64_t>>> wall;
+  double critical_s = 0;  // sum over the steps of the slowest rank's wall work
 };
 
-// Rank i's work points over the chunks [from, end): policy::cost_points of its steps' model
-// times b_i / v_i, scaled by the recorded run's factors (Cluster::work_bias).
-std::array<CostPoint, 2> work_of(const Cluster::WorkBias& bias,
+// A held rank's quota during an epoch: the end of the current period and the full-speed seconds
+// left in it.
+struct Quota {
+  double end = 0, left = 0;
+};
+
+// The wall time at which `work` full-speed seconds started at `now` end under a quota of `share`
+// of full speed per period of `period` seconds (model.h).
+double run_held(Quota& q, double share, double period, double now, double work) {
+  const double grant = share * period;
+  if (now >= q.end) {  // idle periods passed: enter the one that holds `now`
+    q.end += (std::floor((now - q.end) / period) + 1) * period;
+    q.left = grant;
+  }
+  // Each pass finishes, or spends the grant (throttled to the period's end), or reaches the
+  // period's end; then the next period grants anew.
+  while (true) {
+    const double span = q.end - now;
+    if (work <= std::min(q.left, span)) {
+      q.left -= work;
+      return now + work;
+    }
+    work -= std::min(q.left, span);
+    now = q.end;
+    q.end += period;
+    q.left = grant;
+  }
+}
+
+// The expected maximum of independent normal times given as (mean, sd), by Clark's pairwise
+// approximation (the maximum of two normals replaced by the normal of its first two moments);
+// the largest mean when no time is noisy. 0 for none.
+double expected_max(const std::vector<std::pair<double, double>>& times) {
+  double mean = 0, var = 0;
+  bool first = true;
+  for (const auto& [m, sd] : times) {
+    if (first) {
+      mean = m, var = sd * sd, first = false;
+      continue;
+    }
+    const double theta = std::sqrt(var + sd * sd);
+    if (!(theta > 1e-12 * std::max(mean, m))) {
+      if (m > mean) mean = m, var = sd * sd;
+      continue;
+    }
+    const double a = (mean - m) / theta;
+    const double cdf = 0.5 * std::erfc(-a / std::sqrt(2.0)), tail = 1.0 - cdf;
+    const double pdf = std::exp(-0.5 * a * a) / std::sqrt(2.0 * std::numbers::pi);
+    const double m1 = mean * cdf + m * tail + theta * pdf;
+    const double m2 = (mean * mean + var) * cdf + (m * m + sd * sd) * tail + (mean + m) * theta * pdf;
+    mean = m1;
+    var = std::max(0.0, m2 - m1 * m1);
+  }
+  return mean;
+}
+
+// Costs `ch`'s steps (its batch and cost set), starting at `clock` seconds into the epoch, each
+// step followed by `between` seconds (allreduce and overhead); returns the clock after them.
+// A step lasts the expected maximum of the ranks' times (expected_max with Cluster::jitter);
+// a held rank's time, from its quota's periods, is taken as exact.
+double cost_chunk(Chunk& ch, const Cluster& c, std::int64_t e, std::vector<Quota>& quota,
+                  double clock, double between) {
+  const std::size_t n = ch.batch.size();
+  const std::vector<double>* jitter =
+      c.jitter.empty() ? nullptr : &c.jitter[static_cast<std::size_t>(e)];
+  ch.wall.assign(n, {});
+  std::vector<std::pair<double, double>> plain;  // (mean, sd) of the ranks no quota holds
+  std::vector<std::size_t> held;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ch.batch[i] > 0 && c.held_share(i) > 0) {
+      held.push_back(i);
+      continue;
+    }
+    ch.wall[i].emplace_back(ch.cost[i], ch.steps);
+    if (ch.batch[i] > 0) plain.emplace_back(ch.cost[i], ch.cost[i] * (jitter ? (*jitter)[i] : 0.0));
+  }
+  if (held.empty()) {
+    ch.critical_s = static_cast<double>(ch.steps) * expected_max(plain);
+    return clock + ch.critical_s + static_cast<double>(ch.steps) * between;
+  }
+  for (std::int64_t k = 0; k < ch.steps; ++k) {
+    std::vector<std::pair<double, double>> all = plain;
+    for (const std::size_t i : held) {
+      const double t = run_held(quota[i], c.held_share(i), c.period_s, clock, ch.cost[i]) - clock;
+      auto& w = ch.wall[i];
+      if (!w.empty() && w.back().first == t) {
+        ++w.back().second;
+      } else {
+        w.emplace_back(t, 1);
+      }
+      all.emplace_back(t, 0.0);
+    }
+    const double longest = expected_max(all);
+    ch.critical_s += longest;
+    clock += longest + between;
+  }
+  return clock;
+}
+
+// The seconds of one step of `samples` samples split perfectly: the common level T of the
+// ranks' costs F_i (alpha_i + beta_i b_i), a held rank's at its sustained rate. Closed form
+// when every rank's share is >= 0, else the policy's water level with shares >= 0.
+double ideal_step(const Chunk& ch, const Cluster& c, std::int64_t e, int samples) {
+  const std::size_t n = ch.batch.size();
+  std::vector<policy::Cost> costs(n);
+  double inv = 0, fixed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double share = c.held_share(i) > 0 ? c.held_share(i) : 1.0;
+    const double factor = c.base[static_cast<std::size_t>(e)][i] / ch.rate[i] / share;  // F / h
+    const double a = c.alpha.empty() ? 0.0 : c.alpha[static_cast<std::size_t>(e)][i];
+    costs[i] = {factor * a, factor / c.base[static_cast<std::size_t>(e)][i]};
+    inv += 1.0 / costs[i].beta;
+    fixed += costs[i].alpha / costs[i].beta;
+  }
+  const double level = (samples + fixed) / inv;
+  bool all_in = true;
+  for (const policy::Cost& k : costs) all_in = all_in && level >= k.alpha;
+  return all_in ? level : policy::ideal_epoch_time(costs, samples, samples, 0.0);
+}
+
+// Rank i's work points over the chunks [from, end): policy::cost_points of its steps' work times
+// (a held rank's: the larger of its wall time and its sustained time cost / share), scaled by
+// the recorded run's factors (Cluster::work_bias).
+std::array<CostPoint, 2> work_of(const Cluster& c, const Cluster::WorkBias& bias,
                                          const std::vector<Chunk>& chunks, std::size_t from,
                                          std::size_t i) {
   if (!bias.reported) return {};
+  const double share = c.held_share(i);
   std::vector<std::pair<int, double>> steps;
   for (std::size_t k = from; k < chunks.size(); ++k) {
     const Chunk& ch = chunks[k];
-    if (ch.batch[i] > 0) steps.insert(steps.end(), static_cast<std::size_t>(ch.steps), {ch.batch[i], ch.batch[i] / ch.rate[i]});
+    if (ch.batch[i] <= 0) continue;
+    for (const auto& [t, count] : ch.wall[i]) {
+      const double work = share > 0 ? std::max(t, ch.cost[i] / share) : t;
+      steps.insert(steps.end(), static_cast<std::size_t>(count), {ch.batch[i], work});
+    }
   }
   std::array<CostPoint, 2> work = policy::cost_points(steps);
   for (std::size_t k = 0; k < work.size(); ++k) {
@@ -102,17 +236,19 @@ std::vector<Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunk
     double wait = 0;
     for (std::size_t k = from; k < chunks.size(); ++k) {
       const Chunk& ch = chunks[k];
-      const auto steps = static_cast<double>(ch.steps);
-      const double t = ch.batch[i] > 0 ? ch.batch[i] / ch.rate[i] : 0.0;
       r.samples += ch.steps * ch.batch[i];
-      r.compute_s += steps * t;
       r.steps += ch.steps;
-      wait += steps * (ch.step_s - t);
-      if (ch.batch[i] > 0) rates.emplace_back(ch.rate[i], ch.steps);
+      wait += ch.critical_s;
+      for (const auto& [t, count] : ch.wall[i]) {
+        r.compute_s += static_cast<double>(count) * t;
+        wait -= static_cast<double>(count) * t;
+        if (ch.batch[i] > 0 && t > 0) rates.emplace_back(ch.batch[i] / t, count);
+      }
     }
-    if (with_comm) r.comm_s = wait + allreduce_s * static_cast<double>(r.steps);
+    if (with_comm) r.comm_s = std::max(0.0, wait) + allreduce_s * static_cast<double>(r.steps);
     r.step_rate_median = policy::median_rate(rates) * (bias != nullptr ? (*bias)[i] : 1.0);
-    if (!c.work_bias.empty()) r.work = work_of(c.work_bias[static_cast<std::size_t>(epoch)][i], chunks, from, i);
+    if (!c.work_bias.empty())
+      r.work = work_of(c, c.work_bias[static_cast<std::size_t>(epoch)][i], chunks, from, i);
   }
   return out;
 }
@@ -166,19 +302,24 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
   run.plans.push_back(start);
   Plan plan = start.plan;
   std::vector<Chunk> chunks;
+  std::vector<Quota> quota(n);
+  double clock = 0;
   std::size_t window_from = 0;
   for (std::int64_t s = 0; s < S;) {
     std::int64_t next = *std::upper_bound(events.begin(), events.end(), s);
     if (K > 0) next = std::min(next, (s / K + 1) * K);
     const std::int64_t gn = std::min(B, N - s * B);
-    Chunk ch{s, next - s, step_batch(plan, static_cast<int>(gn)), base};
+    Chunk ch{s, next - s, step_batch(plan, static_cast<int>(gn)), base, {}, {}, 0};
     for (const Active& a : active) {
       if (a.begin <= s && s < a.end) ch.rate[a.rank] /= a.factor;
     }
+    ch.cost.resize(n);
     for (std::size_t i = 0; i < n; ++i)
-      if (ch.batch[i] > 0) ch.step_s = std::max(ch.step_s, ch.batch[i] / ch.rate[i]);
-    run.compute_s += static_cast<double>(ch.steps) * ch.step_s;
-    run.ideal_compute_s += policy::ideal_time(ch.rate, static_cast<double>(ch.steps * gn));
+      ch.cost[i] = c.cost(e, i, ch.batch[i]) * (base[i] / ch.rate[i]);
+    clock = cost_chunk(ch, c, e, quota, clock, cost.step_s());
+    run.compute_s += ch.critical_s;
+    run.ideal_compute_s +=
+        static_cast<double>(ch.steps) * ideal_step(ch, c, e, static_cast<int>(gn));
     chunks.push_back(std::move(ch));
     s = next;
     if (K > 0 && s % K == 0 && s < S) {
@@ -192,9 +333,10 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
       window_from = chunks.size();
     }
   }
-  const double per_step = static_cast<double>(S) * cost.step_s();
-  run.time_s = run.compute_s + per_step;
-  run.ideal_s = run.ideal_compute_s + per_step;
+  run.exchange_s = static_cast<double>(S) * cost.allreduce_s;
+  run.overhead_s = static_cast<double>(S) * cost.overhead_s;
+  run.time_s = run.compute_s + run.exchange_s + run.overhead_s;
+  run.ideal_s = run.ideal_compute_s + run.exchange_s + run.overhead_s;
   run.reports = reports_of(c, chunks, 0, e, plan, true, cost.allreduce_s);
   if (K > 0) run.basis = reports_of(c, chunks, chunk_at(chunks, S - K), e, plan, false, 0);
   return run;
@@ -221,6 +363,10 @@ SimResult simulate(const Cluster& c, const CostModel& cost, Settings config) {
     run.next = planner.next(run.basis.empty() ? run.reports : run.basis).plan;
     out.total_s += run.time_s;
     out.ideal_s += run.ideal_s;
+    out.ideal_compute_s += run.ideal_compute_s;
+    out.compute_s += run.compute_s;
+    out.exchange_s += run.exchange_s;
+    out.overhead_s += run.overhead_s;
     out.changes += run.changes;
     start = {0, "replay", run.next};
     out.epochs.push_back(std::move(run));

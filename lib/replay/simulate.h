@@ -1,5 +1,6 @@
 // The step-by-step simulation of synchronous training on a cluster (model.h): every step costs
-// max_i b_i / v_i(t) + the cost model's per-step seconds; the plans come from the very same
+// the slowest rank's work, max_i F_i (alpha_i + b_i / v_i) (a held rank's as its quota's periods
+// allow), plus the cost model's per-step seconds; the plans come from the very same
 // policy objects the agent and the daemon run (lib/policy), fed with the reports the simulated
 // ranks would send.
 //
@@ -8,8 +9,9 @@
 // rates) and its planner (lib/planner, embedded); a re-plan every K steps (not after the last
 // one) sees the window's reports (comm_s 0, as in the agent); with re-plans every K steps the
 // next epoch's plan is made from the reports over the epoch's last K steps (`basis`). Steps
-// whose rates and batch sizes do not change are costed together, so a run costs
-// O(epochs x (events + 1) x world) however many steps an epoch has.
+// whose costs and batch sizes do not change are costed together, so a run without held ranks
+// costs O(epochs x (events + 1) x world) however many steps an epoch has; a held rank's steps
+// are costed one by one.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +26,15 @@
 
 namespace dbs::replay {
 
+// Where an epoch's time goes: time_s = ideal_compute_s (every step split perfectly) + the
+// imbalance (compute_s - ideal_compute_s) + exchange_s + overhead_s.
 struct EpochRun {
-  double time_s = 0;           // training time of the epoch: compute_s + S * cost.step_s()
-  double compute_s = 0;        // sum over steps of the slowest rank's compute
-  double ideal_s = 0;          // perfect continuous split of every step: ideal_compute_s + S * cost
-  double ideal_compute_s = 0;  // sum over steps of (samples of the step) / sum_i v_i
+  double time_s = 0;           // training time of the epoch: compute_s + exchange_s + overhead_s
+  double compute_s = 0;        // sum over steps of the slowest rank's work
+  double exchange_s = 0;       // S * the cost model's allreduce
+  double overhead_s = 0;       // S * the cost model's overhead
+  double ideal_s = 0;          // ideal_compute_s + exchange_s + overhead_s
+  double ideal_compute_s = 0;  // sum over steps of the common level of a perfect split
   int replans = 0;             // plan changes inside the epoch
   int changes = 0;             // replans, plus 1 when the epoch starts under a changed plan
   std::vector<PlanAt> plans;   // [0]: the plan it started under, then each change
@@ -50,7 +56,8 @@ EpochRun run_epoch(const Cluster& cluster, const CostModel& cost, std::int64_t e
 // The steps of epoch `epoch` at which some rank's throughput changes (a slowdown starts or
 // stops), sorted, each in (0, S).
 std::vector<std::int64_t> rate_changes(const Cluster& cluster, std::int64_t epoch);
-// Every rank's throughput (samples/s) at step `step` of epoch `epoch`.
+// Every rank's throughput (samples/s: base / F, the per-sample part of its cost) at step `step`
+// of epoch `epoch`.
 std::vector<double> rates_at(const Cluster& cluster, std::int64_t epoch, std::int64_t step);
 
 struct SimResult {
@@ -58,6 +65,7 @@ struct SimResult {
   std::vector<EpochRun> epochs;
   double total_s = 0;
   double ideal_s = 0;
+  double ideal_compute_s = 0, compute_s = 0, exchange_s = 0, overhead_s = 0;  // summed
   int changes = 0;
   double efficiency() const { return total_s > 0 ? ideal_s / total_s : 0.0; }
 };

@@ -60,31 +60,91 @@ std::string settings(const Settings& c) {
                     c.max_batch > 0 ? std::to_string(c.max_batch).c_str() : "B");
 }
 
+// Where the time goes, in seconds: balanced (every step split perfectly), imbalance, exchange,
+// overhead; total = their sum.
+struct Breakdown {
+  double balanced = 0, imbalance = 0, exchange = 0, overhead = 0;
+  double total() const { return balanced + imbalance + exchange + overhead; }
+};
+
+Breakdown breakdown(const EpochRun& x) {
+  return {x.ideal_compute_s, x.compute_s - x.ideal_compute_s, x.exchange_s, x.overhead_s};
+}
+
+Breakdown breakdown(const SimResult& x) {
+  return {x.ideal_compute_s, x.compute_s - x.ideal_compute_s, x.exchange_s, x.overhead_s};
+}
+
+// The recorded run's: its critical path under the recorded plans (the fit's) against the same
+// balanced compute, the model's exchange, and the rest of its wall time as overhead.
+Breakdown recorded_breakdown(const Replay& r) {
+  Breakdown b;
+  const auto steps = static_cast<double>(r.cluster.steps());
+  for (std::size_t e = 0; e < r.recorded_s.size(); ++e) {
+    const double balanced = r.baseline.epochs[e].ideal_compute_s;
+    b.balanced += balanced;
+    b.imbalance += r.fit.recorded_compute_s[e] - balanced;
+    b.exchange += steps * r.fit.cost.allreduce_s;
+  }
+  b.overhead = r.recorded_total_s - b.balanced - b.imbalance - b.exchange;
+  return b;
+}
+
+std::vector<std::string> cells(const Breakdown& b) {
+  return {seconds(b.balanced), seconds(b.imbalance), seconds(b.exchange), seconds(b.overhead),
+          seconds(b.total())};
+}
+
+std::string where_the_time_goes(const Replay& r) {
+  Table t;
+  t.row({"where the time goes (s)", "balanced", "imbalance", "exchange", "overhead", "total"});
+  for (const SimResult& res : r.results) {
+    std::vector<std::string> row{to_string(res.config.policy)};
+    for (std::string& c : cells(breakdown(res))) row.push_back(std::move(c));
+    t.row(row);
+  }
+  std::vector<std::string> row{"recorded (" + to_string(r.header.settings.policy) + ")"};
+  for (std::string& c : cells(recorded_breakdown(r))) row.push_back(std::move(c));
+  t.row(row);
+  return t.str() +
+         "balanced: every step split in proportion to the ranks' speeds; imbalance: the slowest "
+         "rank's excess over it\n";
+}
+
 std::string single(const Replay& r) {
   const SimResult& res = r.results.front();
   const bool rec = r.recorded == 0;
   Table t;
-  std::vector<std::string> head{"epoch",      "time_s",  "ideal_s",
-                                "efficiency", "changes", "recorded_s"};
+  std::vector<std::string> head{"epoch",      "time_s",   "ideal_s",     "efficiency",
+                                "changes",    "balanced", "imbalance",   "exchange",
+                                "overhead",   "recorded_s"};
   if (rec) head.push_back("error");
   t.row(head);
+  const auto row_of = [](std::vector<std::string> row, const Breakdown& b) {
+    for (const double x : {b.balanced, b.imbalance, b.exchange, b.overhead})
+      row.push_back(seconds(x));
+    return row;
+  };
   for (std::size_t e = 0; e < res.epochs.size(); ++e) {
     const EpochRun& x = res.epochs[e];
-    std::vector<std::string> row{std::to_string(e + 1),     seconds(x.time_s),
-                                 seconds(x.ideal_s),        format("%.3f", x.ideal_s / x.time_s),
-                                 std::to_string(x.changes), seconds(r.recorded_s[e])};
+    std::vector<std::string> row = row_of(
+        {std::to_string(e + 1), seconds(x.time_s), seconds(x.ideal_s),
+         format("%.3f", x.ideal_s / x.time_s), std::to_string(x.changes)},
+        breakdown(x));
+    row.push_back(seconds(r.recorded_s[e]));
     if (rec) row.push_back(percent((x.time_s - r.recorded_s[e]) / r.recorded_s[e]));
     t.row(row);
   }
-  std::vector<std::string> total{"total",
-                                 seconds(res.total_s),
-                                 seconds(res.ideal_s),
-                                 format("%.3f", res.efficiency()),
-                                 std::to_string(res.changes),
-                                 seconds(r.recorded_total_s)};
+  std::vector<std::string> total = row_of(
+      {"total", seconds(res.total_s), seconds(res.ideal_s), format("%.3f", res.efficiency()),
+       std::to_string(res.changes)},
+      breakdown(res));
+  total.push_back(seconds(r.recorded_total_s));
   if (rec) total.push_back(percent(r.error()));
   t.row(total);
   std::string out = "policy " + to_string(res.config.policy) + ": " + settings(res.config) + "\n" + t.str();
+  out += "balanced + imbalance + exchange + overhead = time_s: balanced is every step split in "
+         "proportion to the ranks' speeds, imbalance the slowest rank's excess over it\n";
   out += format("speedup over static: %.3fx (static %s s)\n", r.speedup(res),
                 seconds(r.baseline.total_s).c_str());
   if (rec) {
@@ -132,7 +192,7 @@ std::string compare(const Replay& r) {
         seconds(r.recorded_total_s).c_str(), percent(r.error()).c_str(), r.plans_matched,
         first.epochs.size());
   }
-  return out;
+  return out + "\n" + where_the_time_goes(r);
 }
 
 }  // namespace
@@ -140,10 +200,11 @@ std::string compare(const Replay& r) {
 std::string describe_model(const Replay& r) {
   const Fit& f = r.fit;
   const CostModel& m = f.cost;
-  std::string s = "step time = slowest rank's compute + allreduce " + duration(m.allreduce_s);
+  std::string s = "step time = slowest rank's work + allreduce " + duration(m.allreduce_s);
   if (r.header.world > 1) {
-    s += f.bandwidth_given ? " (ring model"
-                           : " (measured " + duration(f.measured_allreduce_s) + "; ring model";
+    const std::string model = std::string(to_string(m.algorithm)) + " model";
+    s += f.bandwidth_given ? " (" + model
+                           : " (measured " + duration(f.measured_allreduce_s) + "; " + model;
     s += ": latency " + duration(m.latency_s) + (f.latency_given ? " given" : " assumed") +
          ", bandwidth " + bytes_per_s(m.bandwidth) + (f.bandwidth_given ? " given" : " fitted");
     if (m.bytes > 0) s += format(", %.2f MB per step", m.bytes / 1e6);
@@ -153,6 +214,51 @@ std::string describe_model(const Replay& r) {
   return s;
 }
 
+std::string describe_ranks(const Replay& r) {
+  const Cluster& c = r.cluster;
+  const std::vector<RankFit>& fits = r.fit.ranks;
+  if (fits.empty() || c.epochs() == 0) return "";
+  const auto last = static_cast<std::size_t>(c.epochs() - 1);
+  const bool fixed_costs = !c.alpha.empty();
+  std::string out = fixed_costs ? "work per step, alpha + beta * b (last epoch):"
+                                : "work per step in proportion to the batch (no work times "
+                                  "in the trace; update and gathering are in the overhead):";
+  const auto held = [&](std::size_t i) {
+    return fits[i].held > 0 ? format(", held by its CPU quota to %.3g%% of full speed in %s "
+                                     "periods (times at full speed)",
+                                     100 * fits[i].held, duration(c.period_s).c_str())
+                            : std::string();
+  };
+  if (fits.size() <= 8) {
+    for (std::size_t i = 0; i < fits.size(); ++i) {
+      const double beta = 1.0 / c.base[last][i];
+      const double alpha = fixed_costs ? c.alpha[last][i] : 0.0;
+      out += format("\n  rank %zu: %s + %s/sample", i, duration(alpha).c_str(),
+                    duration(beta).c_str());
+      if (fixed_costs) {
+        out += fits[i].sizes >= 2
+                   ? format(" (fixed cost fitted from batch sizes %d-%d)", fits[i].min_batch,
+                            fits[i].max_batch)
+                   : std::string(" (one batch size: proportional assumed)");
+      }
+      out += held(i);
+    }
+    return out + "\n";
+  }
+  int fitted = 0, held_ranks = 0;
+  for (const RankFit& f : fits) {
+    fitted += f.sizes >= 2 ? 1 : 0;
+    held_ranks += f.held > 0 ? 1 : 0;
+  }
+  if (fixed_costs) {
+    out += format(" fixed cost fitted for %d of %zu ranks (the others ran one batch size: "
+                  "proportional assumed)",
+                  fitted, fits.size());
+  }
+  if (held_ranks > 0) out += format("; %d ranks held by CPU quotas", held_ranks);
+  return out + "\n";
+}
+
 std::string text_summary(const Replay& r) {
   const Header& h = r.header;
   std::string out = format(
@@ -160,9 +266,8 @@ std::string text_summary(const Replay& r) {
       "epochs, recorded with policy %s\n",
       r.path.c_str(), h.world, h.settings.global_batch,
       static_cast<long long>(h.settings.samples_per_epoch),
-      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(),
-      to_string(h.settings.policy).c_str());
-  out += "model: " + describe_model(r) + "\n";
+      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), to_string(h.settings.policy).c_str());
+  out += "model: " + describe_model(r) + "\n" + describe_ranks(r);
   out +=
       "ideal: every step split in proportion to the throughputs, plus allreduce and overhead\n\n";
   out += r.results.size() == 1 ? single(r) : compare(r);
@@ -170,6 +275,12 @@ std::string text_summary(const Replay& r) {
 }
 
 nlohmann::json json_summary(const Replay& r) {
+  const auto where = [](const Breakdown& b) {
+    return nlohmann::json{{"balanced_s", b.balanced},
+                          {"imbalance_s", b.imbalance},
+                          {"exchange_s", b.exchange},
+                          {"overhead_s", b.overhead}};
+  };
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t k = 0; k < r.results.size(); ++k) {
     const SimResult& res = r.results[k];
@@ -180,7 +291,8 @@ nlohmann::json json_summary(const Replay& r) {
                         {"time_s", x.time_s},
                         {"ideal_s", x.ideal_s},
                         {"efficiency", x.ideal_s / x.time_s},
-                        {"changes", x.changes}});
+                        {"changes", x.changes},
+                        {"where", where(breakdown(x))}});
     }
     nlohmann::json j = {{"total_s", res.total_s},
                         {"ideal_s", res.ideal_s},
@@ -190,9 +302,11 @@ nlohmann::json json_summary(const Replay& r) {
                         {"rebalance_every", res.config.rebalance_every},
                         {"allreduce_s", r.fit.cost.allreduce_s},
                         {"overhead_s", r.fit.cost.overhead_s},
+                        {"where", where(breakdown(res))},
                         {"epochs", epochs}};
     if (static_cast<int>(k) == r.recorded) {
       j["recorded_total_s"] = r.recorded_total_s;
+      j["recorded_where"] = where(recorded_breakdown(r));
       j["error"] = r.error();
       j["plans_matched"] = r.plans_matched;
     }

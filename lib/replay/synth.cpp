@@ -1,5 +1,6 @@
 #include "lib/replay/synth.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -42,63 +43,102 @@ double normal(std::mt19937_64& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+// A cost field of a node type: a finite number > 0.
+double positive(const Fields& node, const char* key) {
+  const double v = node.number(key);
+  if (!(v > 0))
+    node.fail(std::string("field '") + key + "' must be a finite number > 0, got " +
+              node.need(key).dump());
+  return v;
+}
+
 std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std::int64_t n) {
   const double base = f.number_or("base_throughput", 1000.0, 1e-300, kHuge);
   std::vector<NodeType> out;
   if (f.has("speeds") == f.has("nodes")) f.fail("give exactly one of 'nodes' and 'speeds'");
   if (f.has("speeds")) {
-    for (const double s : f.numbers("speeds", 1e-300, kHuge)) out.push_back({"rank", 1, s * base});
+    for (const double s : f.numbers("speeds", 1e-300, kHuge)) out.push_back({"rank", 1, s * base, 0});
     return out;
   }
   const json& nodes = f.need("nodes");
   if (!nodes.is_array() || nodes.empty()) f.fail("'nodes' is not a non-empty array");
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Fields node(nodes[k], name + ": nodes[" + std::to_string(k) + "]");
-    node.only({"name", "count", "speed", "throughput", "epoch_s"});
+    node.only({"name", "count", "speed", "throughput", "epoch_s", "beta_s", "alpha_s"});
     NodeType t;
     t.name = node.string_or("name", "node" + std::to_string(k));
     t.count = static_cast<int>(node.integer_or("count", 1, 1, kMaxRanks));
-    const int given =
-        int{node.has("speed")} + int{node.has("throughput")} + int{node.has("epoch_s")};
-    if (given != 1) node.fail("give exactly one of 'speed', 'throughput' and 'epoch_s'");
-    if (node.has("speed")) t.throughput = node.number("speed", 1e-300, kHuge) * base;
-    if (node.has("throughput")) t.throughput = node.number("throughput", 1e-300, kHuge);
-    if (node.has("epoch_s")) {
-      t.throughput = static_cast<double>(n) / node.number("epoch_s", 1e-300, kHuge);
-    }
+    const int given = int{node.has("speed")} + int{node.has("throughput")} +
+                      int{node.has("epoch_s")} + int{node.has("beta_s")};
+    if (given != 1) node.fail("give exactly one of 'speed', 'throughput', 'epoch_s' and 'beta_s'");
+    if (node.has("speed")) t.throughput = positive(node, "speed") * base;
+    if (node.has("throughput")) t.throughput = positive(node, "throughput");
+    if (node.has("epoch_s")) t.throughput = static_cast<double>(n) / positive(node, "epoch_s");
+    if (node.has("beta_s")) t.throughput = 1.0 / positive(node, "beta_s");
+    if (!std::isfinite(t.throughput) || t.throughput <= 0) node.fail("the cost gives no finite throughput");
+    t.alpha_s = node.number_or("alpha_s", 0, 0, kHuge);
     out.push_back(t);
+  }
+  return out;
+}
+
+// The ranks an entry names: "rank": R, or "ranks": [R, ...] or "first-last" (inclusive), each
+// in [0, world); at least one.
+std::vector<int> ranks_of(const Fields& d, int world) {
+  if (d.has("rank") == d.has("ranks")) d.fail("give exactly one of 'rank' and 'ranks'");
+  std::vector<int> ranks;
+  if (d.has("rank")) {
+    ranks.push_back(d.small("rank", 0, world - 1));
+  } else if (d.need("ranks").is_string()) {
+    const std::string r = d.string("ranks");
+    int first = -1, last = -1;
+    char tail = 0;
+    if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 ||
+        last < first || last >= world) {
+      d.fail("'ranks' \"" + r + "\" is not a range first-last within 0-" +
+             std::to_string(world - 1));
+    }
+    for (int i = first; i <= last; ++i) ranks.push_back(i);
+  } else {
+    ranks = d.ints("ranks", 0, world - 1);
+  }
+  if (ranks.empty()) d.fail("'ranks' names no rank");
+  return ranks;
+}
+
+// The entries of the optional array `key`, each named "<name>: <key>[k]" in messages.
+std::vector<Fields> entries(const Fields& f, const std::string& name, const char* key) {
+  std::vector<Fields> out;
+  if (!f.has(key)) return out;
+  const json& list = f.need(key);
+  if (!list.is_array()) f.fail(std::string("'") + key + "' is not an array");
+  for (std::size_t k = 0; k < list.size(); ++k)
+    out.emplace_back(list[k], name + ": " + key + "[" + std::to_string(k) + "]");
+  return out;
+}
+
+// Every rank's link: latency_s and bandwidth, or the last network entry naming the rank.
+std::vector<Link> parse_links(const Fields& f, const std::string& name, const Link& all, int world) {
+  std::vector<Link> out(static_cast<std::size_t>(world), all);
+  for (const Fields& e : entries(f, name, "network")) {
+    e.only({"rank", "ranks", "latency_s", "bandwidth", "comment"});
+    if (!e.has("latency_s") && !e.has("bandwidth")) e.fail("give 'latency_s' or 'bandwidth' (or both)");
+    const Link link{e.number_or("latency_s", all.latency_s, 0, kHuge),
+                    e.number_or("bandwidth", all.bandwidth, 0, kHuge)};
+    for (const int r : ranks_of(e, world)) out[static_cast<std::size_t>(r)] = link;
   }
   return out;
 }
 
 std::vector<trace::Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
   std::vector<trace::Disturbance> out;
-  if (!f.has("disturbances")) return out;
-  const json& list = f.need("disturbances");
-  if (!list.is_array()) f.fail("'disturbances' is not an array");
-  for (std::size_t k = 0; k < list.size(); ++k) {
-    const Fields d(list[k], name + ": disturbances[" + std::to_string(k) + "]");
+  for (const Fields& d : entries(f, name, "disturbances")) {
     d.only({"rank", "ranks", "factor", "from", "to"});
-    if (d.has("rank") == d.has("ranks")) d.fail("give exactly one of 'rank' and 'ranks'");
-    json one = d.value();  // the disturbance form, with rank 0 standing in for a list
-    if (d.has("ranks")) one.erase("ranks"), one["rank"] = 0;
+    const std::vector<int> ranks = ranks_of(d, world);
+    json one = d.value();  // the disturbance form, with rank 0 standing in for the list
+    one.erase("ranks");
+    one["rank"] = 0;
     trace::Disturbance s = trace::disturbance_from_json(Fields(one, d.where()), world);
-    std::vector<int> ranks;
-    if (d.has("rank")) {
-      ranks.push_back(s.rank);
-    } else if (d.need("ranks").is_string()) {  // "first-last", inclusive
-      const std::string r = d.string("ranks");
-      int first = -1, last = -1;
-      char tail = 0;
-      if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 ||
-          last < first || last >= world) {
-        d.fail("'ranks' \"" + r + "\" is not a range first-last within 0-" +
-               std::to_string(world - 1));
-      }
-      for (int i = first; i <= last; ++i) ranks.push_back(i);
-    } else {
-      ranks = d.ints("ranks", 0, world - 1);
-    }
     for (const int r : ranks) {
       s.rank = r;
       out.push_back(s);
@@ -115,11 +155,35 @@ int Spec::world() const {
   return static_cast<int>(n);
 }
 
+const NodeType& Spec::node_of(int rank) const {
+  DBS_CHECK(rank >= 0 && rank < world());
+  for (const NodeType& t : nodes) {
+    if (rank < t.count) return t;
+    rank -= t.count;
+  }
+  DBS_CHECK(false);
+  return nodes.back();
+}
+
+Link Spec::slowest_link() const {
+  Link out{0, 0};
+  bool finite = false;  // some link has a bandwidth
+  for (const Link& l : links) {
+    out.latency_s = std::max(out.latency_s, l.latency_s);
+    if (l.bandwidth > 0) {
+      out.bandwidth = finite ? std::min(out.bandwidth, l.bandwidth) : l.bandwidth;
+      finite = true;
+    }
+  }
+  return out;
+}
+
 Spec parse_spec(const json& j, const std::string& name) {
   const Fields f(j, name + ": synthetic spec");
   f.only({"epochs", "samples_per_epoch", "global_batch", "policy", "min_batch", "max_batch",
-          "min_gain", "rebalance_every", "params", "latency_s", "bandwidth", "overhead_s", "noise",
-          "seed", "base_throughput", "speeds", "nodes", "disturbances", "comment"});
+          "min_gain", "rebalance_every", "params", "latency_s", "bandwidth", "network", "overhead_s",
+          "noise", "step_noise", "cpu_share", "seed", "base_throughput", "speeds", "nodes",
+          "disturbances", "comment"});
   Spec s;
   s.epochs = static_cast<int>(f.integer("epochs", 1, 1'000'000));
   Settings& p = s.settings;
@@ -140,6 +204,8 @@ Spec parse_spec(const json& j, const std::string& name) {
   s.bandwidth = f.number_or("bandwidth", s.bandwidth, 0, kHuge);
   s.overhead_s = f.number_or("overhead_s", s.overhead_s, 0, kHuge);
   s.noise = f.number_or("noise", 0, 0, 10);
+  s.step_noise = f.number_or("step_noise", 0, 0, 10);
+  s.cpu_share = f.number_or("cpu_share", 0, 0, 1);
   s.seed = static_cast<std::uint64_t>(f.integer_or("seed", 1, 0, kMaxRanks * 1000));
   s.nodes = parse_nodes(f, name, p.samples_per_epoch);
   const std::int64_t world = s.world();
@@ -149,7 +215,9 @@ Spec parse_spec(const json& j, const std::string& name) {
            " do not fit in global_batch " + std::to_string(p.global_batch));
   }
   s.slowdowns = parse_slowdowns(f, name, static_cast<int>(world));
+  s.links = parse_links(f, name, {s.latency_s, s.bandwidth}, static_cast<int>(world));
   s.source = j;
+  s.name = name;
   return s;
 }
 
@@ -180,13 +248,33 @@ Cluster cluster_of(const Spec& s) {
       for (double& x : v) x *= std::exp(s.noise * normal(rng));
     }
   }
+  std::vector<double> alpha;
+  for (const NodeType& t : s.nodes) alpha.insert(alpha.end(), t.count, t.alpha_s);
+  if (std::any_of(alpha.begin(), alpha.end(), [](double a) { return a > 0; })) {
+    // A fixed cost per step: the ranks report their work times, as the agent's do, so that
+    // dbs plans by its cost model and replay can fit the fixed cost back.
+    c.alpha.assign(c.base.size(), alpha);
+    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
+                                                                     Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
+  }
   return c;
+}
+
+std::vector<std::vector<policy::Cost>> costs_of(const Spec& s) {
+  const Cluster c = cluster_of(s);
+  std::vector<std::vector<policy::Cost>> out(c.base.size());
+  for (std::size_t e = 0; e < c.base.size(); ++e) {
+    for (int i = 0; i < c.world; ++i)
+      out[e].push_back({s.node_of(i).alpha_s, 1.0 / c.base[e][static_cast<std::size_t>(i)]});
+  }
+  return out;
 }
 
 CostModel cost_of(const Spec& s) {
   CostModel m;
-  m.latency_s = s.latency_s;
-  m.bandwidth = s.bandwidth;
+  const Link ring = s.slowest_link();
+  m.latency_s = ring.latency_s;
+  m.bandwidth = ring.bandwidth;
   m.bytes = allreduce_bytes(s.params, s.world());
   m.allreduce_s = ring_allreduce_s(s.world(), m.bytes, m.latency_s, m.bandwidth);
   m.overhead_s = s.overhead_s;

@@ -52,6 +52,8 @@ json to_json(const Eval& e) {
     j["busy_ideal_s"] = e.busy_ideal_s;
   }
   if (!e.missing.empty()) j["missing"] = e.missing;
+  if (e.averages > 0) j["averages"] = e.averages;
+  if (e.control) j["control"] = to_json(*e.control);
   return j;
 }
 
@@ -71,7 +73,19 @@ Eval eval_from_json(const Fields& f) {
     e.busy_ideal_s = f.number_or("busy_ideal_s", 0, 0);
   }
   if (f.has("missing")) e.missing = f.ints("missing", 0);
+  e.averages = static_cast<int>(f.integer_or("averages", 0, 0, kMaxInt));
+  if (f.has("control")) e.control = control_from_json(f.object("control"));
   return e;
+}
+
+json to_json(const Control& c) {
+  return {{"reports_s", c.reports_s}, {"plan_s", c.plan_s}, {"daemon_s", c.daemon_s},
+          {"check_s", c.check_s}, {"total_s", c.total_s()}};
+}
+
+Control control_from_json(const Fields& f) {
+  return {f.number("reports_s", 0), f.number("plan_s", 0), f.number_or("daemon_s", 0, 0),
+          f.number("check_s", 0)};
 }
 
 json to_json(const TimingRecord& r) {
@@ -124,7 +138,7 @@ json to_json(const CpuRecord& r) {
   return {{"type", "cpu"},           {"epoch", r.epoch + 1},
           {"rank", r.rank},          {"host", r.host},
           {"quota_cores", r.quota_cores}, {"nr_throttled", r.nr_throttled},
-          {"throttled_s", r.throttled_s}};
+          {"throttled_s", r.throttled_s}, {"period_s", r.period_s}};
 }
 
 CpuRecord cpu_from_json(const Fields& f) {
@@ -135,6 +149,7 @@ CpuRecord cpu_from_json(const Fields& f) {
   r.quota_cores = f.number("quota_cores", 0);
   r.nr_throttled = f.integer("nr_throttled", 0);
   r.throttled_s = f.number("throttled_s", 0);
+  r.period_s = f.number_or("period_s", 0, 0);
   return r;
 }
 

@@ -16,6 +16,19 @@
 
 namespace dbs::trace {
 
+// Rank 0's control plane at the end of an epoch, seconds: what the epoch's end costs besides its
+// steps (and the evaluation, the trace and the checkpoint).
+struct Control {
+  double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures
+  double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
+                         // agreement on it (daemon_s of it)
+  double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)
+  double check_s = 0;    // the allgather that checks every rank holds the same plan and parameters
+  double total_s() const { return reports_s + plan_s + check_s; }
+};
+nlohmann::json to_json(const Control& c);
+Control control_from_json(const Fields& f);
+
 // "eval": the end of an epoch.
 struct Eval {
   std::int64_t epoch = 0;
@@ -24,6 +37,7 @@ struct Eval {
   double ideal_s = 0;          // samples / sum of the ranks' throughputs
   double efficiency = 0;       // ideal_s / wall_s
   int replans = 0;             // plan changes inside the epoch
+  int averages = 0;            // model averages in the epoch (0: synchronous; absent from JSON)
   // The agent's evaluation (absent from the daemon's records): mean training loss over the
   // epoch's samples, test loss and accuracy (a fraction).
   std::optional<double> train_loss, test_loss, test_acc;
@@ -33,6 +47,7 @@ struct Eval {
   double busy_ideal_s = 0;
   // The daemon's: ranks whose reports it planned without (at its report timeout).
   std::vector<int> missing;
+  std::optional<Control> control;  // the agent's
 };
 // An eval of `samples` samples trained in wall_s by ranks of these throughputs (samples/s;
 // ideal_s is policy::ideal_time of them).
@@ -81,6 +96,7 @@ struct CpuRecord {
   double quota_cores = 0;         // 0 = no quota
   std::int64_t nr_throttled = 0;  // quota periods throttled
   double throttled_s = 0;         // seconds throttled
+  double period_s = 0;            // the quota's CFS period, seconds (0 = not recorded)
 };
 nlohmann::json to_json(const CpuRecord& r);
 CpuRecord cpu_from_json(const Fields& f);

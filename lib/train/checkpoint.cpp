@@ -3,8 +3,13 @@
 //   "DBSCKPT\0" | u32 version | u64 n + n bytes of JSON (identity of the run, world size, next
 //   epoch, plan, policy state, finished epochs, the time written, and for a run stopped inside
 //   an epoch "interrupted": the steps done and the figures so far) | u64 count + count float32
-//   parameters | u64 n + n bytes of optimizer state. Random state needs no saving: shuffles and dropout masks are pure
-//   functions of (seed, epoch, sample).
+//   parameters | u64 n + n bytes of optimizer state. Random state needs no saving: shuffles and
+//   dropout masks are pure functions of (seed, epoch, sample).
+// Under model averaging with each rank's own optimizer state (Config::average_optimizer local)
+// the ranks' states differ: the optimizer section holds every rank's, in rank order and of equal
+// length, and the header says how many ("optimizer_ranks"). A run that averages the same way on
+// as many ranks resumes each rank's own; any other run resumes rank 0's on every rank. The
+// parameters are the same on every rank: a checkpoint follows an average.
 // DIR may be node-local: the first rank on each host writes its host's copy. On resume every
 // rank reads its own copy (if any), the ranks compare what they found, and the lowest rank
 // holding a copy sends it to all, so a node without one (a new node, a requeue onto other
@@ -12,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
@@ -28,9 +34,9 @@ namespace {
 using detail::Interrupted;
 
 constexpr char kMagic[8] = {'D', 'B', 'S', 'C', 'K', 'P', 'T', 0};
-// Versions read: 1 (the world size inside the identity), 2 (no "interrupted", no "written") and
-// 3, the one written.
-constexpr std::uint32_t kVersion = 3;
+// Versions read: 1 (the world size inside the identity), 2 (no "interrupted", no "written"), 3
+// (one optimizer state) and 4, the one written.
+constexpr std::uint32_t kVersion = 4;
 
 std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
 
@@ -42,6 +48,12 @@ nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohma
                        {"policy", to_string(c.policy)}};
   // Which samples: a --train-subset of the same size (the random control) is another run.
   if (!subset.is_null()) id["train_subset_hash"] = subset.at("hash");
+  // Another emulated cluster is another run; more epochs of it are not.
+  if (!c.synthetic.is_null()) {
+    id["synthetic"] = c.synthetic;
+    id["synthetic"].erase("epochs");
+    id["synthetic"].erase("comment");
+  }
   return id;
 }
 
@@ -49,7 +61,12 @@ nlohmann::json result_json(const EpochResult& r) {
   return {{"epoch", r.epoch},         {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
           {"ideal_s", r.ideal_s},     {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
           {"test_loss", r.test_loss}, {"test_acc", r.test_acc},   {"batch", r.batch},
-          {"throughput", r.throughput}, {"replans", r.replans}};
+          {"throughput", r.throughput}, {"replans", r.replans}, {"averages", r.averages}};
+}
+
+// A loss or accuracy: null where it was NaN (not evaluated, or diverged).
+double figure(const nlohmann::json& v) {
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
 }
 
 EpochResult result_from(const nlohmann::json& j) {
@@ -59,12 +76,13 @@ EpochResult result_from(const nlohmann::json& j) {
   r.images_per_s = j.at("images_per_s");
   r.ideal_s = j.at("ideal_s");
   r.efficiency = j.at("efficiency");
-  r.train_loss = j.at("train_loss");
-  r.test_loss = j.at("test_loss");
-  r.test_acc = j.at("test_acc");
+  r.train_loss = figure(j.at("train_loss"));
+  r.test_loss = figure(j.at("test_loss"));
+  r.test_acc = figure(j.at("test_acc"));
   r.batch = j.at("batch").get<std::vector<int>>();
   r.throughput = j.at("throughput").get<std::vector<double>>();
   r.replans = j.at("replans");
+  r.averages = j.value("averages", 0);
   return r;
 }
 
@@ -74,7 +92,7 @@ nlohmann::json interrupted_json(const Interrupted& at) {
   return {{"epoch", at.epoch},           {"steps_done", at.steps_done},
           {"loss_sum", at.stats.loss_sum}, {"samples", at.stats.samples},
           {"replans", at.stats.replans}, {"wall_s", at.stats.wall_s},
-          {"ranks", ranks}};
+          {"averages", at.stats.averages}, {"ranks", ranks}};
 }
 
 // This rank's part of an interrupted epoch; its own figures only when the world is the same.
@@ -86,6 +104,7 @@ Interrupted interrupted_from(const nlohmann::json& j, int rank, int world) {
   at.stats.samples = j.at("samples");
   at.stats.replans = j.at("replans");
   at.stats.wall_s = j.at("wall_s");
+  at.stats.averages = j.value("averages", 0);
   const auto& ranks = j.at("ranks");
   if (static_cast<int>(ranks.size()) == world) {
     const auto& mine = ranks.at(static_cast<std::size_t>(rank));
@@ -212,10 +231,57 @@ int choose_source(const std::string& dir, std::span<const std::string> hosts,
   throw ConfigError(msg + " remove the stale copies (or empty the folders to start afresh)");
 }
 
+// Every rank's bytes (of equal length on every rank) in rank order (a collective).
+std::string gather_equal(comm::Communicator& comm, const std::string& mine, const char* what) {
+  const std::uint64_t size = mine.size();
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(comm.size()));
+  comm.allgather_bytes(&size, sizeof size, sizes.data());
+  for (int r = 0; r < comm.size(); ++r)
+    if (sizes[static_cast<std::size_t>(r)] != size)
+      throw CheckError(std::string(what) + ": rank " + std::to_string(r) + " has " +
+                       std::to_string(sizes[static_cast<std::size_t>(r)]) + " bytes, rank " +
+                       std::to_string(comm.rank()) + " " + std::to_string(size));
+  std::string all(size * sizes.size(), '\0');
+  comm.allgather_bytes(mine.data(), size, all.data());
+  return all;
+}
+
+// This rank's optimizer state in the checkpoint: its own where the checkpoint holds every rank's
+// and this run keeps them apart on as many ranks, else the one state, or rank 0's.
+std::string optimizer_state(const Parsed& p, const std::string& from, bool own_states, int rank,
+                            int world) {
+  std::int64_t ranks = 1;
+  try {
+    ranks = p.meta.value("optimizer_ranks", std::int64_t{1});
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(from + ": bad \"optimizer_ranks\" in the checkpoint header: " + e.what());
+  }
+  if (ranks < 1 || p.optimizer.size() % static_cast<std::size_t>(ranks) != 0)
+    throw InputError(from + ": " + std::to_string(p.optimizer.size()) +
+                     " bytes of optimizer state do not split into " + std::to_string(ranks) +
+                     " ranks' states");
+  const std::size_t len = p.optimizer.size() / static_cast<std::size_t>(ranks);
+  if (ranks == 1) return std::string(p.optimizer);
+  const bool own = own_states && ranks == world;
+  if (!own && rank == 0)
+    log::info("--resume: the checkpoint holds the optimizer state of each of " +
+              std::to_string(ranks) + " ranks; every rank continues from rank 0's");
+  const std::size_t at = own ? static_cast<std::size_t>(rank) * len : 0;
+  return std::string(p.optimizer.substr(at, len));
+}
+
 }  // namespace
+
+bool Trainer::own_optimizer_states() const {
+  return local_ && !local_->averages_state() && comm_.size() > 1;
+}
 
 void Trainer::save_checkpoint(const Interrupted* at) {
   exchange_->gather_state();
+  std::ostringstream opt;
+  optimizer_->save(opt);
+  std::string ob = opt.str();
+  if (own_optimizer_states()) ob = gather_equal(comm_, ob, "optimizer state for the checkpoint");
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : results_) results.push_back(result_json(r));
   // One writer per host: the first rank on it (ranks of a host share its disk).
@@ -233,10 +299,8 @@ void Trainer::save_checkpoint(const Interrupted* at) {
     meta["next_epoch"] = at->epoch;
     meta["interrupted"] = interrupted_json(*at);
   }
+  if (own_optimizer_states()) meta["optimizer_ranks"] = comm_.size();
   const std::string js = meta.dump();
-  std::ostringstream opt;
-  optimizer_->save(opt);
-  const std::string ob = opt.str();
   const auto params = model_->params();
   std::string out(kMagic, sizeof kMagic);
   put(out, kVersion);
@@ -288,9 +352,9 @@ Trainer::Resumed Trainer::load_checkpoint() {
     throw InputError(from + ": " + std::to_string(p.params.size() / sizeof(float)) +
                      " parameters, the model has " + std::to_string(params.size()));
   std::memcpy(params.data(), p.params.data(), params.size_bytes());
-  std::istringstream opt{std::string(p.optimizer)};
-  optimizer_->load(opt);
   const auto next = p.meta.at("next_epoch").get<std::int64_t>();
+  std::istringstream opt{optimizer_state(p, from, own_optimizer_states(), rank, world)};
+  optimizer_->load(opt);
   if (p.world == world) {
     planner_->set_state(policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
                           p.meta.at("policy_state").get<std::vector<double>>());

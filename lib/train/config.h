@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/optim/optimizer.h"
 #include "lib/optim/schedule.h"
 #include "lib/policy/plan.h"
@@ -48,6 +50,12 @@ struct Config : Settings {
   std::string overlap = "auto";
   std::string wait = "auto";            // how ranks wait in collectives: spin | sleep | auto
                                         // (lib/comm/wait.h); recorded in the trace
+  // Under model averaging (Settings::average_every > 0, lib/train/local_sgd.h): local (each
+  // rank keeps its own optimizer state) | mean (averaged with the parameters).
+  std::string average_optimizer = "local";
+  nlohmann::json synthetic;             // the cluster spec of --model synthetic as given,
+                                        // recorded in the trace header and the checkpoint's
+                                        // identity (null: a real model)
 };
 
 // The policy settings of a run on a training set of `train_samples` samples before
@@ -55,13 +63,17 @@ struct Config : Settings {
 // beside it (the daemon client) must use.
 Settings settings_of(const Config& config, std::size_t train_samples);
 
-// Throws ConfigError for an unknown update or overlap mode, or a combination the exchange cannot
-// run (--overlap on with --update sharded or --allreduce ring). The agent checks it before MPI
+// Throws ConfigError for an unknown update, overlap or averaging mode, or a combination the
+// exchange cannot run: --overlap on with --update sharded or --allreduce ring; model averaging
+// (average_every > 0) with --update sharded (a local step needs the whole optimizer state on
+// every rank), --overlap on (a local step exchanges no gradient to overlap) or a rebalance_every
+// that is not a multiple of average_every (the ranks learn each other's step times at the
+// averages); the averaging options without average_every. The agent checks it before MPI
 // starts.
 void check_exchange(const Config& config);
 
 // Whether the run overlaps the exchange with the backward pass: Config::overlap, with auto
-// resolved from the ranks' hosts (one per rank, the same on every rank, so every rank decides
+// resolved from the ranks' hosts (off under model averaging) (one per rank, the same on every rank, so every rank decides
 // alike: the collectives differ).
 bool resolve_overlap(const Config& config, std::span<const std::string> hosts);
 

@@ -9,6 +9,14 @@
 // so every rank learns every rank's step time without another collective; the 3W per-rank slots
 // are there only with rebalance_every > 0, which is what needs them. stop counts the ranks that
 // had a stop signal (stop.h) when they sent the step: > 0 ends the epoch after it on every rank.
+// An averaging epoch (Config::averages_in, lib/train/local_sgd.h) exchanges nothing at its
+// steps: each rank applies its own optimizer to its slice's mean gradient, and after every H-th
+// step (H = average_every, counted from the epoch's start) and after the last the ranks average
+// their models, summing the tail
+//   [ samples since the last average | loss sum | stop | per step since the last average:
+//     compute_s per rank (W) | samples per rank (W) | work_s per rank (W) ]
+// along (the per-step slots with rebalance_every only, which is a multiple of H). Its first float
+// is the rank's weight in the average.
 // A step's work time is the rank's own time between two exchanges (CostPoint): the
 // previous step's optimizer update, gathering its slice and compute. On a rank whose cgroup's
 // CPU quota is below its threads it is the larger of that and the process CPU time of that work
@@ -82,6 +90,14 @@ class StepLoop {
   void fill_tail(const Slice& slice, const Computed& c, double work_s);
   void exchange_and_update(const Slice& slice, double lr);
   void account(const Slice& slice, const Computed& c, double gather_s, double work_cpu);
+  void account_own(const Slice& slice, const Computed& c, double work_s);
+  // An averaging epoch's step: the local update and this rank's figures of it.
+  void local_step(const Slice& slice, const Computed& c, double gather_s, double work_cpu,
+                  double lr);
+  bool average_follows(std::int64_t s) const {
+    return (s + 1) % p_.config.average_every == 0 || s + 1 == steps_;
+  }
+  void average();
   void replan(std::int64_t s);
   EpochStats finish();
 
@@ -98,6 +114,7 @@ class StepLoop {
   const std::int64_t steps_;
   const std::size_t P_, px_;
   const bool replans_;
+  const bool local_;  // an averaging epoch
   const std::vector<std::int64_t> perm_;
   std::vector<float> buf_;
   float* time_slot_ = nullptr;   // the per-rank slots of buf_ (rebalance_every only)
@@ -120,6 +137,13 @@ class StepLoop {
   double update_s_ = 0;    // wall seconds of the previous step's optimizer update
   double update_cpu_ = 0;  // its process CPU seconds
   double wall_before_ = 0; // wall seconds of the epoch before a resumed checkpoint
+  float stop_ = 0;         // the stop count of the last exchange
+  // An averaging epoch's figures since the last average: this rank's samples and loss sum, the
+  // samples of the global steps, and with rebalance_every this rank's (compute_s, samples,
+  // work_s) of each step.
+  std::int64_t period_samples_ = 0, period_global_ = 0;
+  double period_loss_ = 0;
+  std::vector<float> period_steps_;
 };
 
 StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
@@ -134,6 +158,7 @@ StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
       P_(parts.model.param_count()),
       px_(parts.train.pixels()),
       replans_(parts.config.rebalance_every > 0),
+      local_(parts.config.averages_in(epoch)),
       perm_(data::EpochSampler(parts.train.n, parts.config.seed)
                 .permutation(static_cast<std::uint64_t>(epoch))),
       buf_(P_ + 3 + (replans_ ? 3 * static_cast<std::size_t>(world_) : 0)),
@@ -164,6 +189,7 @@ StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
   tm_ = trace::Timing{};
   quota0_ = read_cpu_quota();
   process_cpu0_ = process_cpu();
+  DBS_CHECK(!local_ || parts.local != nullptr);
   const int threads = parts.config.threads > 0 ? parts.config.threads : nn::available_threads();
   if (quota0_ && quota0_->cores > 0 && quota0_->cores + 1e-6 < threads) held_to_ = quota0_->cores;
 }
@@ -179,13 +205,22 @@ EpochStats StepLoop::run() {
     const double gather_s = gather(slice);
     const Computed c = compute(slice, t);
     const double work_cpu = process_cpu() - work_cpu0;  // gather + compute
-    // The update of the step before, gathering and compute (sleep included).
-    fill_tail(slice, c, sustained(update_s_ + gather_s + c.compute_s, update_cpu_ + work_cpu));
-    exchange_and_update(slice, optim::learning_rate(p_.config.schedule, B_, t));
-    account(slice, c, gather_s, work_cpu);
-    if (replans_ && (s + 1) % p_.config.rebalance_every == 0 && s + 1 < steps_) replan(s);
+    const double lr = optim::learning_rate(p_.config.schedule, B_, t);
+    bool exchanged = true;
+    if (local_) {
+      local_step(slice, c, gather_s, work_cpu, lr);
+      exchanged = average_follows(s);
+      if (exchanged) average();
+    } else {
+      // The update of the step before, gathering and compute (sleep included).
+      fill_tail(slice, c, sustained(update_s_ + gather_s + c.compute_s, update_cpu_ + work_cpu));
+      exchange_and_update(slice, lr);
+      account(slice, c, gather_s, work_cpu);
+    }
+    if (exchanged && replans_ && (s + 1) % p_.config.rebalance_every == 0 && s + 1 < steps_)
+      replan(s);
     progress.update(s + 1, static_cast<double>(es_.samples) / (wall_before_ + wall.seconds()));
-    if (buf_[P_ + 2] > 0.0f && s + 1 < steps_) {  // a rank had a stop signal
+    if (exchanged && stop_ > 0.0f && s + 1 < steps_) {  // a rank had a stop signal
       es_.stopped_after = s + 1;
       break;
     }
@@ -266,13 +301,71 @@ void StepLoop::exchange_and_update(const Slice& slice, double lr) {
 void StepLoop::account(const Slice& slice, const Computed& c, double gather_s, double work_cpu) {
   es_.loss_sum += static_cast<double>(buf_[P_ + 1]);
   es_.samples += slice.gn;
+  stop_ = buf_[P_ + 2];
+  account_own(slice, c, sustained(gather_s + c.compute_s + update_s_, work_cpu + update_cpu_));
+  if (replans_) history_.add(time_slot_, count_slot_, work_slot_);
+}
+
+void StepLoop::account_own(const Slice& slice, const Computed& c, double work_s) {
   es_.report.samples += slice.count;
   es_.report.compute_s += c.compute_s;
   if (slice.count > 0 && c.compute_s > 0) my_rates_.emplace_back(slice.count / c.compute_s, 1);
-  my_work_.emplace_back(slice.count, sustained(gather_s + c.compute_s + update_s_,
-                                               work_cpu + update_cpu_));
-  tm_.busy_s += my_work_.back().second;
-  if (replans_) history_.add(time_slot_, count_slot_, work_slot_);
+  my_work_.emplace_back(slice.count, work_s);
+  tm_.busy_s += work_s;
+}
+
+void StepLoop::local_step(const Slice& slice, const Computed& c, double gather_s, double work_cpu,
+                          double lr) {
+  {
+    const PhaseClock clock;
+    const double cpu0 = process_cpu();
+    p_.local->step(std::span<const float>(buf_.data(), P_), lr, slice.count);
+    update_s_ = clock.stop(tm_.update);
+    update_cpu_ = process_cpu() - cpu0;
+  }
+  // Gathering, compute (sleep included) and this step's update.
+  const double work_s = sustained(gather_s + c.compute_s + update_s_, work_cpu + update_cpu_);
+  period_samples_ += slice.count;
+  period_global_ += slice.gn;
+  period_loss_ += c.loss;
+  if (replans_)
+    period_steps_.insert(period_steps_.end(), {static_cast<float>(c.compute_s),
+                                               static_cast<float>(slice.count),
+                                               static_cast<float>(work_s)});
+  account_own(slice, c, work_s);
+}
+
+void StepLoop::average() {
+  const std::size_t steps = period_steps_.size() / 3, W = static_cast<std::size_t>(world_);
+  const std::span<float> tail = p_.local->tail(3 + 3 * W * steps);
+  std::fill(tail.begin(), tail.end(), 0.0f);
+  tail[0] = static_cast<float>(period_samples_);
+  tail[1] = static_cast<float>(period_loss_);
+  tail[2] = stop_signal() != 0 ? 1.0f : 0.0f;
+  const auto me = static_cast<std::size_t>(rank_);
+  for (std::size_t k = 0; k < steps; ++k) {
+    float* slots = tail.data() + 3 + 3 * W * k;
+    slots[me] = period_steps_[3 * k];
+    slots[W + me] = period_steps_[3 * k + 1];
+    slots[2 * W + me] = period_steps_[3 * k + 2];
+  }
+  {
+    const PhaseClock clock;
+    p_.local->average();
+    es_.report.comm_s += clock.stop(tm_.allreduce);
+  }
+  DBS_CHECK_EQ(static_cast<std::int64_t>(tail[0]), period_global_);
+  es_.loss_sum += static_cast<double>(tail[1]);
+  es_.samples += period_global_;
+  stop_ = tail[2];
+  ++es_.averages;
+  for (std::size_t k = 0; k < steps; ++k) {
+    const float* slots = tail.data() + 3 + 3 * W * k;
+    history_.add(slots, slots + W, slots + 2 * W);
+  }
+  period_samples_ = period_global_ = 0;
+  period_loss_ = 0;
+  period_steps_.clear();
 }
 
 void StepLoop::replan(std::int64_t s) {

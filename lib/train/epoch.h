@@ -16,6 +16,7 @@
 #include "lib/train/config.h"
 #include "lib/train/disturb.h"
 #include "lib/train/exchange.h"
+#include "lib/train/local_sgd.h"
 
 namespace dbs::train::detail {
 
@@ -27,6 +28,7 @@ struct EpochStats {
   double loss_sum = 0;         // over all ranks' samples
   std::int64_t samples = 0;    // over all ranks
   int replans = 0;
+  int averages = 0;            // model averages (0: a synchronous epoch)
   // Continued from a checkpoint taken inside it: wall_s and the report hold the steps before
   // the interruption, the epoch's timing only those after it.
   bool continued = false;
@@ -50,14 +52,17 @@ struct EpochParts {
   const data::Dataset& train;
   nn::Model& model;
   Planner& planner;  // owns the plan in force; makes every change to it
-  Exchange& exchange;
+  Exchange& exchange;         // the synchronous epochs'
+  LocalSgd* local;            // the averaging epochs' (null: the run never averages)
   Disturber& disturber;
   trace::Writer* trace;       // rank 0's, or null
 };
 
 // Trains one epoch under the planner's plan (which rebalance_every may change during the epoch),
-// from resume_at's step when it holds this epoch (and then clears it). Stops early, after the
-// step in which any rank had a stop signal (stop.h), with stopped_after set on every rank.
+// from resume_at's step when it holds this epoch (and then clears it): synchronously, or with
+// local steps and model averages where config.averages_in(epoch). Stops early, after the step in
+// which any rank had a stop signal (stop.h), with stopped_after set on every rank; in an
+// averaging epoch the ranks learn of it at the next average and stop after it.
 // timing gets where this rank's epoch went.
 EpochStats run_epoch(const EpochParts& parts, std::int64_t epoch,
                      std::optional<Interrupted>& resume_at, trace::Timing& timing);

@@ -42,6 +42,8 @@ nlohmann::json epoch_json(const EpochResult& r) {
     j["busy"] = r.busy;
     j["busy_ideal_s"] = r.busy_ideal_s;
   }
+  if (r.averages > 0) j["averages"] = r.averages;
+  if (r.control) j["control"] = trace::to_json(*r.control);
   return j;
 }
 
@@ -51,7 +53,7 @@ nlohmann::json Trainer::config_json() const {
   const Config& c = config_;
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
-  return trace::run_config(settings_of(c, train_.n), comm_.size(),
+  nlohmann::json config = trace::run_config(settings_of(c, train_.n), comm_.size(),
                            {{"model", c.model},
                             {"params", model_->param_count()},
                             {"hosts", hosts_},
@@ -64,27 +66,42 @@ nlohmann::json Trainer::config_json() const {
                             {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", waiting_}, {"update", c.update}, {"overlap", overlap_},
                             {"train_subset", subset_},
                             {"disturb", dist}});
+  if (c.average_every > 0) config["average_optimizer"] = c.average_optimizer;
+  if (!c.synthetic.is_null()) config["synthetic"] = c.synthetic;
+  return config;
 }
 
 void Trainer::print_header() const {
   const Config& c = config_;
   const std::string threads = c.threads > 0 ? std::to_string(c.threads) : "all";
+  std::string averaging;
+  if (c.average_every > 0)
+    averaging = ", models averaged every " + std::to_string(c.average_every) + " step(s)" +
+                (c.average_after_epochs > 0
+                     ? " from epoch " + std::to_string(c.average_after_epochs + 1)
+                     : std::string()) +
+                " (optimizer state " + c.average_optimizer + ")";
   std::printf("dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
-              "policy %s, %zu train / %zu test samples\n",
+              "policy %s%s, %zu train / %zu test samples\n",
               c.model.c_str(), model_->param_count(), comm_.size(), threads.c_str(),
               c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, to_string(c.policy).c_str(),
-              train_.n, test_.n);
+              averaging.c_str(), train_.n, test_.n);
   std::printf("%5s %8s %8s %6s %8s %10s %9s %8s  %-16s %s\n", "epoch", "wall_s", "ideal_s", "eff",
               "img/s", "train_loss", "test_loss", "test_acc", "batch/rank", "img/s/rank");
   std::fflush(stdout);
 }
 
 void Trainer::print_epoch(const EpochResult& r) const {
+  std::vector<std::string> notes;
+  if (r.averages > 0) notes.push_back(std::to_string(r.averages) + " averages");
+  if (r.replans > 0) notes.push_back(std::to_string(r.replans) + " re-plans");
+  std::string note;
+  for (const std::string& n : notes) note += (note.empty() ? "  (" : ", ") + n;
+  if (!note.empty()) note += ")";
   std::printf("%5lld %8.2f %8.2f %5.1f%% %8.0f %10.4f %9.4f %7.2f%%  %-16s %s%s\n",
               static_cast<long long>(r.epoch + 1), r.wall_s, r.ideal_s, 100.0 * r.efficiency,
               r.images_per_s, r.train_loss, r.test_loss, 100.0 * r.test_acc,
-              joined(r.batch).c_str(), joined(r.throughput).c_str(),
-              r.replans > 0 ? ("  (" + std::to_string(r.replans) + " re-plans)").c_str() : "");
+              joined(r.batch).c_str(), joined(r.throughput).c_str(), note.c_str());
   std::fflush(stdout);
 }
 

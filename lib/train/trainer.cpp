@@ -8,8 +8,10 @@
 #include "lib/common/error.h"
 #include "lib/common/hash.h"
 #include "lib/common/log.h"
+#include "lib/common/timer.h"
 #include "lib/data/subset.h"
 #include "lib/nn/model.h"
+#include "lib/planner/remote.h"
 #include "lib/policy/ideal.h"
 #include "lib/train/metrics.h"
 #include "lib/train/stop.h"
@@ -19,6 +21,8 @@ namespace {
 
 using detail::EpochStats;
 using detail::Interrupted;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // FNV-1a over the plan and the parameters: equal on every rank or the job has diverged.
 std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
@@ -86,16 +90,19 @@ void validate(const Config& c, int world, std::size_t n_train) {
 }
 
 Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist data,
-                 Planner* planner)
+                 Planner* planner, std::unique_ptr<nn::Model> model)
     : config_(cfg),
       comm_(comm),
       train_(take(std::move(data.train), cfg.train_limit)),
       test_(take(std::move(data.test), cfg.test_limit)),
+      model_(std::move(model)),
       planner_(planner) {
   const int world = comm.size();
   apply_subset();
   validate(cfg, world, train_.n);
-  model_ = nn::make_model(cfg.model, {1, train_.rows, train_.cols}, train_.classes, cfg.seed);
+  const nn::Shape input{1, train_.rows, train_.cols};
+  if (!model_) model_ = nn::make_model(cfg.model, input, train_.classes, cfg.seed);
+  DBS_CHECK(model_->input_shape() == input);
   optimizer_ = optim::make_optimizer(cfg.optimizer, model_->param_count(), cfg.optim);
   if (planner_ == nullptr) {
     own_planner_ = std::make_unique<planner::Embedded>(settings_of(cfg, train_.n), world);
@@ -105,6 +112,15 @@ Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist
   waiting_ = comm::gather_strings(comm, comm.waiting());
   overlap_ = resolve_overlap(cfg, hosts_);
   exchange_ = make_exchange(cfg, overlap_, comm, *model_, *optimizer_);
+  if (cfg.average_every > 0) {
+    // The tail of an average: samples, loss, stop, and per step of a period every rank's
+    // compute_s, samples and work_s when the plan may change inside an epoch.
+    const std::size_t slots = cfg.rebalance_every > 0
+                                  ? 3 * static_cast<std::size_t>(world) * static_cast<std::size_t>(cfg.average_every)
+                                  : 0;
+    local_ = std::make_unique<LocalSgd>(comm, *model_, *optimizer_, cfg.average_optimizer == "mean",
+                                        3 + slots);
+  }
   disturber_ = std::make_unique<Disturber>(cfg.disturbances, comm.rank(), std::max(1, cfg.threads));
 }
 
@@ -142,7 +158,8 @@ void Trainer::open_trace(const Resumed& resumed) {
 }
 
 detail::EpochParts Trainer::epoch_parts() {
-  return {config_, comm_, train_, *model_, *planner_, *exchange_, *disturber_, trace_.get()};
+  return {config_,    comm_,        train_,      *model_,     *planner_,
+          *exchange_, local_.get(), *disturber_, trace_.get()};
 }
 
 RunResult Trainer::run() {
@@ -171,13 +188,22 @@ RunResult Trainer::run() {
       out.stop_step = es.stopped_after;
       break;
     }
-    const std::pair<double, double> test = detail::evaluate(comm_, *model_, test_);
-    const std::vector<Report> reports = gather_reports(comm_, es.report);
-    trace_cpu(e);
-    const EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
+    const std::pair<double, double> test = evaluate();
+    trace::Control control;
+    Stopwatch clock;
+    const std::vector<Report> reports = gather_epoch(e, es.report);
+    control.reports_s = clock.seconds();
+    clock.reset();
     const Planned next =
         planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
+    control.plan_s = clock.seconds();
+    if (const auto* remote = dynamic_cast<const planner::WithFallback*>(planner_))
+      control.daemon_s = remote->waited_s();
+    clock.reset();
     check_agreement(comm_, next.plan, model_->params(), e);
+    control.check_s = clock.seconds();
+    EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
+    r.control = control;
     if (table) print_epoch(r);
     if (metrics)
       metrics->write(r, reports, hosts_,
@@ -212,11 +238,12 @@ EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
     busy_v.push_back(busy > 0 ? static_cast<double>(rep.samples) / busy : 0.0);
   }
   r.busy_ideal_s = policy::ideal_time(busy_v, static_cast<double>(es.samples));
-  r.train_loss = es.loss_sum / static_cast<double>(es.samples);
+  r.train_loss = test_.n > 0 ? es.loss_sum / static_cast<double>(es.samples) : kNaN;
   r.test_loss = test.first;
   r.test_acc = test.second;
   r.batch = std::move(batch);
   r.replans = es.replans;
+  r.averages = es.averages;
   return r;
 }
 
@@ -232,9 +259,13 @@ void Trainer::trace_epoch(const EpochResult& r, std::span<const Report> reports,
   ev.ideal_s = r.ideal_s;
   ev.efficiency = r.efficiency;
   ev.replans = r.replans;
-  ev.train_loss = r.train_loss;
-  ev.test_loss = r.test_loss;
-  ev.test_acc = r.test_acc;
+  ev.averages = r.averages;
+  if (test_.n > 0) {  // else nothing was evaluated
+    ev.train_loss = r.train_loss;
+    ev.test_loss = r.test_loss;
+    ev.test_acc = r.test_acc;
+  }
+  ev.control = r.control;
   ev.busy = r.busy;  // empty for an epoch continued from a checkpoint
   ev.busy_ideal_s = r.busy_ideal_s;
   trace_->write(trace::to_json(ev));
@@ -266,7 +297,7 @@ RunResult Trainer::finish(RunResult out) {
   } else if (out.stop_signal != 0) {  // stopped in the first epoch: no evaluation, no figures
     out.test_loss = out.test_acc = std::numeric_limits<double>::quiet_NaN();
   } else {
-    std::tie(out.test_loss, out.test_acc) = detail::evaluate(comm_, *model_, test_);
+    std::tie(out.test_loss, out.test_acc) = evaluate();
   }
   const auto p = model_->params();
   out.params.assign(p.begin(), p.end());
@@ -285,9 +316,14 @@ RunResult Trainer::finish(RunResult out) {
   return out;
 }
 
+std::pair<double, double> Trainer::evaluate() {
+  if (test_.n == 0) return {kNaN, kNaN};  // the same on every rank: no collective
+  return detail::evaluate(comm_, *model_, test_);
+}
+
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              Planner* planner) {
-  return Trainer(config, comm, std::move(data), planner).run();
+              Planner* planner, std::unique_ptr<nn::Model> model) {
+  return Trainer(config, comm, std::move(data), planner, std::move(model)).run();
 }
 
 }  // namespace dbs::train

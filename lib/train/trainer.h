@@ -23,6 +23,7 @@
 #include "lib/train/disturb.h"
 #include "lib/train/epoch.h"
 #include "lib/train/exchange.h"
+#include "lib/train/local_sgd.h"
 
 namespace dbs::train {
 
@@ -38,6 +39,7 @@ struct EpochResult {
   std::vector<int> batch;            // per rank, at the start of the epoch
   std::vector<double> throughput;    // per rank, samples / compute second
   int replans = 0;            // plan changes inside the epoch (rebalance_every)
+  int averages = 0;           // model averages in the epoch (0: synchronous; Settings::average_every)
   // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
   // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint, and
   // for one continued from a checkpoint taken inside it (its timings miss the earlier steps).
@@ -45,6 +47,8 @@ struct EpochResult {
   // N / sum over ranks of samples_r / busy_r seconds: the epoch had every rank worked all of it
   // at the rate it had in this epoch, i.e. the best split for these speeds (0 = unknown).
   double busy_ideal_s = 0;
+  // Rank 0's control plane at the epoch's end (absent for an epoch read from a checkpoint).
+  std::optional<trace::Control> control;
 };
 
 struct RunResult {
@@ -70,11 +74,13 @@ void validate(const Config& config, int world, std::size_t n_train);
 class Trainer {
  public:
   // data is the full data set (every rank loads it; the plan decides which samples a rank
-  // computes); pass it moved to save a copy. planner makes every plan (nullptr: an embedded one
-  // of config.policy); it must be fresh, or restored by a resume. Throws ConfigError for a config
-  // validate() rejects.
+  // computes); pass it moved to save a copy. A data set without test samples is not evaluated:
+  // its epochs have no losses or accuracy (NaN here, absent from the trace). planner makes every
+  // plan (nullptr: an embedded one of config.policy); it must be fresh, or restored by a resume.
+  // model is the model to train, for data's input shape (nullptr: nn::make_model of
+  // config.model). Throws ConfigError for a config validate() rejects.
   Trainer(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-          Planner* planner = nullptr);
+          Planner* planner = nullptr, std::unique_ptr<nn::Model> model = nullptr);
   // Trains (from the checkpoint with Config::resume) to Config::epochs. Stops early when any
   // rank gets SIGINT/SIGTERM (stop.h), after a checkpoint when configured. Throws on any error;
   // the caller aborts the job.
@@ -99,6 +105,8 @@ class Trainer {
   void trace_epoch(const EpochResult& r, std::span<const Report> reports,
                    const Planned& next);
   detail::Interrupted interrupted(std::int64_t epoch, const detail::EpochStats& es);
+  // Test loss and accuracy (NaN without test samples) (a collective where there are some).
+  std::pair<double, double> evaluate();
   RunResult finish(RunResult out);
 
   // checkpoint.cpp: the checkpoint of everything needed to continue after results_.back(), the
@@ -110,10 +118,14 @@ class Trainer {
   // without one gets the lowest holder's. On another world size the parameters and optimizer
   // state carry over and the planner's plan is re-made for the new world.
   Resumed load_checkpoint();
+  // Whether the ranks' optimizer states differ (model averaging with each rank's own), so that
+  // a checkpoint keeps every rank's.
+  bool own_optimizer_states() const;
 
-  // cpu_trace.cpp: allgathers every rank's timing of `epoch` (into timings_) and CPU quota, and
-  // writes their timing and cpu records (a collective).
-  void trace_cpu(std::int64_t epoch);
+  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_) and CPU quota of
+  // `epoch` at once, and writes their timing and cpu records (a collective). Returns the reports
+  // in rank order.
+  std::vector<Report> gather_epoch(std::int64_t epoch, const Report& report);
 
   // output.cpp, rank 0's output.
   void print_header() const;
@@ -134,6 +146,7 @@ class Trainer {
   std::vector<std::string> waiting_;          // how each rank waits and why (Communicator::waiting)
   bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
   std::unique_ptr<Exchange> exchange_;
+  std::unique_ptr<LocalSgd> local_;           // with Config::average_every only
   std::unique_ptr<Disturber> disturber_;
   std::unique_ptr<trace::Writer> trace_;      // rank 0 only
   std::vector<EpochResult> results_;          // finished epochs
@@ -142,8 +155,8 @@ class Trainer {
   std::vector<trace::Timing> timings_;        // every rank's, of the last epoch
 };
 
-// Trainer(config, comm, data, planner).run().
+// Trainer(config, comm, data, planner, model).run().
 RunResult run(const Config& config, comm::Communicator& comm, data::FashionMnist data,
-              Planner* planner = nullptr);
+              Planner* planner = nullptr, std::unique_ptr<nn::Model> model = nullptr);
 
 }  // namespace dbs::train

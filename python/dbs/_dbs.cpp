@@ -200,6 +200,8 @@ PYBIND11_MODULE(_dbs, m) {
       .def_readwrite("max_batch", &Settings::max_batch)
       .def_readwrite("min_gain", &Settings::min_gain)
       .def_readwrite("rebalance_every", &Settings::rebalance_every)
+      .def_readwrite("average_every", &Settings::average_every)
+      .def_readwrite("average_after_epochs", &Settings::average_after_epochs)
       .def("to_json", [](const Settings& s) { return dbs::policy::to_json(s).dump(); })
       .def_static("from_json", [](const std::string& text) {
         return from_text(text, "settings", dbs::policy::settings_from_json);

@@ -87,8 +87,9 @@ void add_replay_command(CLI::App& app, Action& action) {
   auto* cmd = cli::add_command(
       app, action, "replay",
       "Replay a recorded trace under balancing policies (what-if analysis), or synthesize one.\n"
-      "Each rank's measured throughput over the run is the ground truth; every step costs the\n"
-      "slowest rank's compute plus an allreduce and overhead fitted from the trace.\n"
+      "Each rank's measured work per step, alpha + beta * b, is the ground truth (a rank held by\n"
+      "a CPU quota runs in its periods); every step costs the slowest rank's work plus an\n"
+      "allreduce and overhead fitted from the trace.\n"
       "Examples: dbs-scheduler replay traces/constant-dbs.jsonl\n"
       "          dbs-scheduler replay traces/constant-static.jsonl --compare dbs,static "
       "--report out.html\n"
@@ -115,9 +116,15 @@ void add_replay_command(CLI::App& app, Action& action) {
          "--max-batch", [o](const int& b) { o->replay.settings["max_batch"] = b; },
          "largest per-rank batch, 0 = global batch (default: the trace's)")
       ->check(dbs::cli::at_least(0));
+  cmd->add_option_function<std::string>(
+         "--allreduce-model",
+         [o](const std::string& m) { o->replay.cost.algorithm = replay::parse_allreduce(m); },
+         "how the allreduce's time follows from its bytes, ranks and link: ring or tree "
+         "(default ring)")
+      ->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option_function<double>(
          "--latency", [o](const double& s) { o->replay.cost.latency_s = s; },
-         "allreduce latency per ring message, seconds (default 2e-05)")
+         "allreduce latency per message, seconds (default 2e-05)")
       ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--bandwidth", [o](const double& b) { o->replay.cost.bandwidth = b; },
@@ -125,7 +132,7 @@ void add_replay_command(CLI::App& app, Action& action) {
       ->check(dbs::cli::at_least(0));
   cmd->add_option_function<double>(
          "--overhead", [o](const double& s) { o->replay.cost.overhead_s = s; },
-         "per-step overhead (update, data), seconds (default: fitted)")
+         "per-step overhead besides work and allreduce, seconds (default: fitted)")
       ->check(dbs::cli::at_least(0));
   cmd->add_flag("--json", o->json, "print a JSON object with a key per policy");
   cmd->add_option("--report", o->report, "write a self-contained HTML report here");

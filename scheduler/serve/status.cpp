@@ -62,6 +62,7 @@ json job_json(const LiveJob& live) {
           {"efficiency", last_efficiency(j)},
           {"measured_epoch_s", last != nullptr ? last->measured_s : 0.0},
           {"predicted_epoch_s", shown_plan.predicted_epoch_s},
+          {"exchange_epoch_s", shown_plan.exchange_epoch_s},
           {"ideal_epoch_s", shown_plan.ideal_epoch_s},
           {"last_report_age_s", age < 0 ? json() : json(age)},
           {"plan", plan_json(shown_plan, shown)},  // the plan of "epoch"

@@ -158,6 +158,14 @@ TEST_CASE("Api.Planner.RanksThatDisagreeAllThrow") {
   for (const auto& w : policy)
     CHECK(w == "config: the ranks disagree on the settings: rank 2 has policy 'static' "
                "(rank 0: 'dbs')");
+  const auto period = errors_on(2, [](dbs::Group& g) {
+    dbs::Settings s;
+    s.average_every = g.rank == 1 ? 8 : 4;
+    dbs::make_planner(s, g);
+  });
+  for (const auto& w : period)
+    CHECK(w == "config: the ranks disagree on the settings: rank 1 has average_every 8 "
+               "(rank 0: 4)");
 }
 
 TEST_CASE("Api.Planner.ARemoteAtFaultOnOneRankThrowsOnEveryRank") {

@@ -110,6 +110,24 @@ TEST_CASE("Chart.Render.XLabelsEveryEpochOrAtRoundIntervals") {
   CHECK_FALSE(has(labels, "101"));
 }
 
+// A log10 x axis: ticks at the powers of ten the data spans, labelled with the values, and 100
+// halfway between 10 and 1000.
+TEST_CASE("Chart.Render.LogXTicksAtPowersOfTen") {
+  Chart c;
+  c.x_log = true;
+  Series s;
+  s.x = {10, 100, 1000};
+  s.y = {0.5, 0.6, 0.7};
+  c.series = {s};
+  const std::string svg = render(c);
+  const auto labels = texts(svg);
+  for (const char* want : {"10", "100", "1000"}) CHECK(has(labels, want));
+  CHECK_FALSE(has(labels, "2"));  // not the log10 of a value
+  const auto p = polyline(svg);
+  REQUIRE(p.size() == 3);
+  CHECK(p[1].first - p[0].first == doctest::Approx(p[2].first - p[1].first).epsilon(1e-3));
+}
+
 TEST_CASE("Chart.Render.StepLinesAreHorizontalRuns") {
   const auto p = polyline(render(line_chart({1, 2, 3}, {10, 20}, true)));
   REQUIRE(p.size() == 4);               // two runs of two points

@@ -10,7 +10,7 @@ expect_fail "unknown key 'speed'" "$AGENT" --disturb rank=1,speed=3
 expect_fail "factor must be >= 1" "$AGENT" --disturb rank=1,factor=0.5
 expect_fail "--optimizer" "$AGENT" --optimizer lbfgs
 expect_fail "$TMP/nowhere" "$AGENT" --data "$TMP/nowhere" --epochs 1
-expect_fail "--model: resnet not in {cnn,lenet}" "$AGENT" --model resnet --epochs 1 --train-limit 10
+expect_fail "--model: resnet not in {cnn,lenet,synthetic}" "$AGENT" --model resnet --epochs 1 --train-limit 10
 mkdir -p "$TMP/bad"
 printf 'garbage' | gzip >"$TMP/bad/train-images-idx3-ubyte.gz"
 for f in train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do

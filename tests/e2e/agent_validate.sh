@@ -35,6 +35,14 @@ expect_usage "--overlap works with --update replicated" --overlap --update shard
 expect_usage "--overlap needs --allreduce mpi" --overlap --allreduce ring
 expect_usage "--overlap excludes --no-overlap" --overlap --no-overlap
 expect_usage "overlap was given a disallowed flag override" --overlap=false
+expect_usage "--average-every: must be >= 1, got 0" --average-every 0
+expect_usage "--average-every: must be >= 1, got -4" --average-every -4
+expect_usage "--average-every works with --update replicated" --average-every 4 --update sharded
+expect_usage "--average-every and --overlap exclude each other" --average-every 4 --overlap
+expect_usage "--rebalance-every 6 is not a multiple of --average-every 4" --average-every 4 --rebalance-every 6
+expect_usage "--average-after-epochs needs --average-every" --average-after-epochs 1
+expect_usage "--average-optimizer needs --average-every" --average-optimizer mean
+expect_usage "--average-optimizer" --average-every 4 --average-optimizer median
 expect_usage "--scheduler-timeout" --scheduler-timeout 0
 expect_usage "--train-limit" --train-limit -5
 expect_usage "--policy" --policy bogus
@@ -60,6 +68,13 @@ out=$("${MPIRUN[@]}" -np 2 "$AGENT" --model foo 2>&1) || rc=$?
 [ "$(grep -c "^dbs-agent: error: --model: " <<<"$out")" -eq 2 ] || fail "mpirun --model foo: $out"
 ! grep -q "\[rank " <<<"$out" || fail "a rank started under mpirun: $out"
 echo "ok: mpirun -np 2 dbs-agent --model foo -> exit $rc, both ranks refused before MPI"
+rc=0
+out=$("${MPIRUN[@]}" -np 2 "$AGENT" --average-every 4 --update sharded 2>&1) || rc=$?
+[ "$rc" -ne 0 ] || fail "mpirun -np 2 dbs-agent --average-every 4 --update sharded exited 0"
+[ "$(grep -c "^dbs-agent: error: --average-every works with --update replicated" <<<"$out")" -eq 2 ] ||
+  fail "mpirun --average-every with --update sharded: $out"
+! grep -q "\[rank " <<<"$out" || fail "a rank started under mpirun: $out"
+echo "ok: averaging with the sharded update refused by both ranks before MPI"
 
 # With 2 ranks announced by the launcher, fixed: needs two sizes summing to the batch.
 rc=0

@@ -188,3 +188,34 @@ TEST_CASE("Cost.EpochTime.FullStepsShortLastStepAndAllreduce") {
   CHECK(dbs::policy::ideal_epoch_time(c, 256, 6000, 0.004) ==
         doctest::Approx(23 * (level(256) + 0.004) + level(112) + 0.004));
 }
+
+// The exchange: the least comm_s per exchange of any rank (the last to arrive hardly waits), an
+// averaging epoch's exchanges being its averages; an epoch's share counts the exchanges of the
+// planned epoch, ceil(S / H) of them once averaging starts.
+TEST_CASE("Cost.Exchange.LeastPerExchangeAndTheEpochsShare") {
+  dbs::Settings s;
+  s.global_batch = 256;
+  s.samples_per_epoch = 6000;  // S = 24 steps
+  std::vector<dbs::Report> r(2);
+  for (int i = 0; i < 2; ++i) {
+    r[static_cast<std::size_t>(i)].rank = i;
+    r[static_cast<std::size_t>(i)].steps = 24;
+  }
+  r[0].comm_s = 12.0;  // waited as well
+  r[1].comm_s = 4.8;   // 0.2 s per allreduce
+  CHECK(dbs::policy::exchange_s(s, r) == doctest::Approx(0.2));
+  CHECK(dbs::policy::exchange_epoch_s(s, 1, 0.2) == doctest::Approx(24 * 0.2));
+  CHECK(dbs::policy::exchange_step_s(s, 1, 0.2) == doctest::Approx(0.2));
+  s.average_every = 8;
+  s.average_after_epochs = 1;
+  CHECK(dbs::policy::exchange_s(s, r) == doctest::Approx(0.2));  // epoch 0: synchronous
+  r[0].epoch = r[1].epoch = 1;  // an averaging epoch: 3 averages
+  CHECK(dbs::policy::exchange_s(s, r) == doctest::Approx(1.6));
+  CHECK(dbs::policy::exchange_epoch_s(s, 0, 0.2) == doctest::Approx(24 * 0.2));
+  CHECK(dbs::policy::exchange_epoch_s(s, 1, 0.2) == doctest::Approx(3 * 0.2));
+  CHECK(dbs::policy::exchange_step_s(s, 1, 0.2) == doctest::Approx(0.2 / 8));
+  s.samples_per_epoch = 0;  // N unknown: no epoch's share, a step's per period
+  CHECK(dbs::policy::exchange_epoch_s(s, 1, 0.2) == 0);
+  CHECK(dbs::policy::exchange_step_s(s, 1, 0.2) == doctest::Approx(0.2 / 8));
+  CHECK(dbs::policy::exchange_s(s, std::vector<dbs::Report>(2)) == 0);  // no steps
+}

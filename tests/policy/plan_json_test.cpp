@@ -37,6 +37,13 @@ TEST_CASE("PlanJson.RoundTrips") {
   const Plan p = sample_plan();
   CHECK(to_json(p)["epoch"] == 4);  // from 1 in JSON
   CHECK(plan_from_json(dbs::Fields(json::parse(to_json(p).dump()))) == p);
+  CHECK_FALSE(to_json(p).contains("exchange_epoch_s"));  // unknown (0): not written
+  Plan x = p;
+  x.exchange_epoch_s = 0.25;  // the exchange's part of the predicted epoch
+  CHECK(to_json(x)["exchange_epoch_s"] == 0.25);
+  CHECK(plan_from_json(dbs::Fields(json::parse(to_json(x).dump()))) == x);
+  CHECK(plan_error(plan_with("exchange_epoch_s", "-1")).find("exchange_epoch_s") !=
+        std::string::npos);
 
   Report r;
   r.rank = 1;
@@ -62,6 +69,19 @@ TEST_CASE("PlanJson.RoundTrips") {
   json old = to_json(s);
   old.erase("rebalance_every");  // written before it was a setting
   CHECK(settings_from_json(dbs::Fields(old)).rebalance_every == 0);
+  CHECK_FALSE(old.contains("average_every"));  // synchronous: written as before averaging was
+  s.average_every = 4;
+  s.average_after_epochs = 2;
+  CHECK(to_json(s)["average_every"] == 4);
+  CHECK(settings_from_json(dbs::Fields(json::parse(to_json(s).dump()))) == s);
+  json bad = to_json(s);
+  bad["average_every"] = -2;
+  try {
+    settings_from_json(dbs::Fields(bad, "config"));
+    FAIL("a negative average_every was accepted");
+  } catch (const dbs::FieldError& e) {
+    CHECK(std::string(e.what()).find("average_every") != std::string::npos);
+  }
 }
 
 TEST_CASE("PlanJson.Rejects.InconsistentPlans") {

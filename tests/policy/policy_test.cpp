@@ -125,6 +125,34 @@ TEST_CASE("Policy.UnknownSpecAndBadConfig") {
   JobSettings c = config(2, 8);
   c.min_gain = std::numeric_limits<double>::quiet_NaN();
   CHECK(config_error("dbs", c) == "policy config: min_gain must be in [0, 1), got nan");
+  c = config(2, 8);
+  c.average_every = -1;
+  CHECK(config_error("dbs", c) ==
+        "policy config: average_every and average_after_epochs must be >= 0, got -1 and 0");
+  c.average_every = 4;
+  c.rebalance_every = 6;
+  CHECK(config_error("static", c) ==
+        "policy config: rebalance_every 6 is not a multiple of average_every 4 (the ranks learn "
+        "each other's step times at the averages)");
+  c.rebalance_every = 8;
+  CHECK(config_error("dbs", c) == "no error");
+}
+
+// Which epochs average and how many exchanges an epoch makes: every step while synchronous,
+// after every H-th step and the last one from average_after_epochs on.
+TEST_CASE("Settings.Averaging.ExchangesPerEpoch") {
+  Settings s;
+  CHECK_FALSE(s.averages_in(0));
+  CHECK(s.exchanges(3, 24) == 24);
+  s.average_every = 8;
+  s.average_after_epochs = 2;
+  CHECK_FALSE(s.averages_in(1));
+  CHECK(s.averages_in(2));
+  CHECK(s.exchanges(1, 24) == 24);
+  CHECK(s.exchanges(2, 24) == 3);
+  CHECK(s.exchanges(2, 25) == 4);  // the last step's average ends the epoch
+  s.average_every = 1;
+  CHECK(s.exchanges(5, 24) == 24);
 }
 
 TEST_CASE("Policy.Validate.RanksExactlyOnce") {

@@ -13,6 +13,7 @@
   process's parameters, a gradient allreduce every step), then averages after step 3 and at
   the end of epoch 2 only (bytes handed to all_reduce per step), the ranks' models different
   between them.
+  The planner's settings carry H and the synchronous epochs (the trace and replay know them).
 - state_dict between two averages keeps each rank's samples since the last one, and a new
   Balancer that loads it holds them.
 - rebalance_every a multiple of H is served: re-plans at the averages."""
@@ -89,6 +90,10 @@ harness.check(r0["bytes"] == [GRADIENT] * 4 + [0, 0, GRADIENT, GRADIENT]
               and r0["averages"] == [0] * 4 + [0, 0, 1, 2],
               f"average_after_epochs=1, H=3: a gradient allreduce every step of epoch 1, then "
               f"averages after step 3 and at the end of epoch 2: {r0['bytes']} bytes")
+harness.check(r0["settings"].get("average_every") == 3
+              and r0["settings"].get("average_after_epochs") == 1,
+              f"the planner's settings (which the trace's header and the daemon get) carry the "
+              f"averaging period and the synchronous epochs: {r0['settings']}")
 apart = [reference.max_diff(r0["params"][s], r1["params"][s]) for s in range(8)]
 harness.check(apart[3] == 0 and apart[4] > 1e-3 and apart[5] > 1e-3 and apart[6] == 0
               and apart[7] == 0,

@@ -32,6 +32,10 @@ TORCHRUN_STD = ["--redirects", "1", "--tee", "1"]
 # environment variable.
 MONITOR_INTERVAL_S = "0.2"
 os.environ.setdefault("PET_MONITOR_INTERVAL", MONITOR_INTERVAL_S)
+# meson ends a test past its timeout with SIGTERM: exit through the finally blocks that kill
+# the sessions the test started, so no rank or torchrun agent outlives it (one left holding
+# --standalone's port 29400 would capture the next test's rendezvous).
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 BUILD = os.environ.get("DBS_BUILD", os.path.join(ROOT, "build"))
 SCHEDULER = os.path.join(BUILD, "scheduler", "dbs-scheduler")
 
@@ -251,10 +255,11 @@ def python_block(page, name):
     fail(f"{page} has no python block beginning with '# {name}'")
 
 
-def shell(block, cwd, env, timeout=600):
+def shell(block, cwd, env, timeout=240):
     """Runs a shell block as a user's shell would (bash -euo pipefail) in cwd, in a session of
     its own: whatever it left running (a daemon started with &) is killed once bash ends.
-    Returns (returncode, stdout, stderr); a block past `timeout` seconds fails the test."""
+    Returns (returncode, stdout, stderr); a block past `timeout` seconds fails the test with
+    what it printed."""
     # Output to files, not pipes: a process left running holds them open after bash ends.
     stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
     p = subprocess.Popen(["bash", "-euo", "pipefail", "-c", block], cwd=cwd, env=env, text=True,
@@ -263,10 +268,11 @@ def shell(block, cwd, env, timeout=600):
         p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     hung = p.returncode is None
     p.wait()
     stdout.seek(0)
@@ -275,7 +281,7 @@ def shell(block, cwd, env, timeout=600):
     stdout.close()
     stderr.close()
     if hung:
-        fail(f"no end after {timeout} s (a hang):\n{block}\n{err[-3000:]}")
+        fail(f"no end after {timeout} s (a hang):\n{block}\n{out[-2000:]}\n{err[-3000:]}")
     return p.returncode, out, err
 
 

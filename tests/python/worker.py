@@ -162,6 +162,7 @@ def train(out, options):
             saved["reports"].append([json.loads(r.to_json()) for r in bal.end_epoch()])
     saved["momentum"] = [opt.state[p].get("momentum_buffer") for p in ddp.module.parameters()]
     saved["reduces"] = bal.comm_hook_reduces
+    saved["settings"] = json.loads(bal.settings.to_json())  # the planner's and the trace's
     saved["hook_calls"] = HOOK_CALLS
     if "state" in saved:
         again = dbs.torch.Balancer(DistributedDataParallel(model()), len(train), B,

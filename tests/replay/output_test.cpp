@@ -60,8 +60,8 @@ TEST_CASE("Summary.Json.SpeedupAgainstStaticEvenWhenNotCompared") {
 
 TEST_CASE("Summary.Text.OneColumnPerPolicyAndTotals") {
   const std::string one = text_summary(replay_speeds("[1, 0.5]", {}));
-  CHECK(one.find("epoch  time_s  ideal_s  efficiency  changes  recorded_s  error") !=
-        std::string::npos);
+  CHECK(one.find("epoch  time_s  ideal_s  efficiency  changes  balanced  imbalance  exchange  "
+                 "overhead  recorded_s  error") != std::string::npos);
   CHECK(one.find("speedup over static: 1.000x") != std::string::npos);
   const std::string many =
       text_summary(replay_speeds("[1, 0.5]", {"dbs", "static", "fixed:170,86"}));
@@ -123,7 +123,7 @@ TEST_CASE("Synth.Spec.NodeTypesAndChecks") {
   CHECK(error(R"({"epochs": 2})") ==
         "s.json: synthetic spec: give exactly one of 'nodes' and 'speeds'");
   CHECK(error(R"({"epochs": 2, "nodes": [{"count": 2}]})") ==
-        "s.json: nodes[0]: give exactly one of 'speed', 'throughput' and 'epoch_s'");
+        "s.json: nodes[0]: give exactly one of 'speed', 'throughput', 'epoch_s' and 'beta_s'");
   CHECK(error(R"({"epochs": 2, "speeds": [1, 1], "disturbances": [{"rank": 2, "factor": 2}]})") ==
         "s.json: disturbances[0]: field 'rank' must be an integer in [0, 1], got 2");
   CHECK(error(R"({"epochs": 2, "global_batch": 2, "speeds": [1, 1, 1]})") ==

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
+
+#include "lib/common/error.h"
 
 namespace {
 
@@ -133,4 +136,77 @@ TEST_CASE("Simulate.RingAllreduceModel") {
   CHECK(ring_allreduce_s(2, 1e6, 1e-5, 1e9) == doctest::Approx(2 * 1e-5 + 1e6 / 1e9));
   CHECK(ring_allreduce_s(4, 1e6, 0, 0) == 0);
   CHECK(allreduce_bytes(690590, 2) == 4.0 * (690590 + 2 + 4));
+}
+
+TEST_CASE("Simulate.TreeAllreduceModel.LogarithmicMessagesOfTheWholeBuffer") {
+  CHECK(tree_allreduce_s(1, 1e6, 1e-5, 1e9) == 0);
+  CHECK(tree_allreduce_s(8, 1e6, 1e-5, 1e9) == doctest::Approx(6 * (1e-5 + 1e6 / 1e9)));
+  CHECK(tree_allreduce_s(5, 1e6, 1e-5, 0) == doctest::Approx(6 * 1e-5));  // ceil(log2 5) = 3
+  CHECK(allreduce_s(Allreduce::ring, 8, 1e6, 1e-5, 1e9) ==
+        doctest::Approx(14 * 1e-5 + 1.75 * 1e6 / 1e9));
+  // Latency-bound (small buffers, many ranks) the tree wins; bandwidth-bound the ring.
+  CHECK(tree_allreduce_s(64, 1e3, 1e-5, 1e9) < ring_allreduce_s(64, 1e3, 1e-5, 1e9));
+  CHECK(tree_allreduce_s(64, 1e8, 1e-5, 1e9) > ring_allreduce_s(64, 1e8, 1e-5, 1e9));
+  CHECK(parse_allreduce("tree") == Allreduce::tree);
+  CHECK_THROWS_WITH_AS(parse_allreduce("star"), "allreduce model 'star': expected ring or tree",
+                       dbs::ConfigError);
+}
+
+TEST_CASE("Simulate.FixedCost.StepCostsAlphaPlusBetaB") {
+  Cluster c = two_ranks(1000, 250, 1, 6400, 128);  // 50 full steps
+  c.alpha = {{0.02, 0.004}};
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  CHECK(r.epochs[0].compute_s == doctest::Approx(50 * (0.004 + 64 / 250.0)));
+  CHECK(r.epochs[0].reports[0].compute_s == doctest::Approx(50 * (0.02 + 64 / 1000.0)));
+  // The perfect split solves 0.02 + b0 / 1000 = 0.004 + b1 / 250 with b0 + b1 = 128.
+  const double level = (128 + 0.02 * 1000 + 0.004 * 250) / 1250.0;
+  CHECK(r.epochs[0].ideal_compute_s == doctest::Approx(50 * level));
+  // dbs-rate plans in proportion to samples / compute s: it cannot see the fixed costs.
+  const SimResult d = simulate(c, CostModel{}, config("dbs-rate"));
+  CHECK(d.epochs[0].plans[0].plan.batch == std::vector<int>{64, 64});
+}
+
+TEST_CASE("Simulate.Jitter.BalancedStepCostsTheExpectedMaximum") {
+  Cluster c = two_ranks(1000, 1000, 1, 6400, 128);
+  c.jitter = {{0.1, 0.1}};
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  // Two independent normal times of mean m and sd s: E[max] = m + s / sqrt(pi).
+  const double m = 0.064, s = 0.0064;
+  CHECK(r.epochs[0].compute_s == doctest::Approx(50 * (m + s / std::sqrt(std::numbers::pi))));
+  // Far apart, the slower rank's mean alone.
+  Cluster apart = two_ranks(1000, 250, 1, 6400, 128);
+  apart.jitter = {{0.1, 0.1}};
+  CHECK(simulate(apart, CostModel{}, config("static")).epochs[0].compute_s ==
+        doctest::Approx(50 * 64 / 250.0).epsilon(1e-6));
+}
+
+TEST_CASE("Simulate.Quota.HeldRankRunsInPeriods") {
+  // Rank 1 needs 0.05 s at full speed per step, its quota grants a third of each 0.1 s period:
+  // busy all the time, it runs at the quota's rate, 0.15 s per step.
+  Cluster c = two_ranks(1000, 64 / 0.05, 1, 6400, 128);
+  c.held = {0.0, 1.0 / 3};
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  CHECK(r.epochs[0].compute_s / 50 == doctest::Approx(0.15).epsilon(0.02));
+  const dbs::Report& held = r.epochs[0].reports[1];
+  CHECK(held.work[0].batch == 0);  // no work points without work bias (a trace without them)
+  // The first step: 1/30 s of the grant, throttled to 0.1 s, then the rest.
+  Cluster one = c;
+  one.samples_per_epoch = 128;
+  CHECK(simulate(one, CostModel{}, config("static")).epochs[0].compute_s ==
+        doctest::Approx(0.1 + 0.05 - 0.1 / 3));
+  // Given little work (1/100 s per step against rank 0's 0.064 s), it never runs out of its
+  // grant: each step at full speed, though its sustained time, which it reports as work, is
+  // 0.03 s.
+  Cluster light = two_ranks(1000, 64 / 0.01, 1, 6400, 128);
+  light.held = {0.0, 1.0 / 3};
+  light.work_bias.assign(1, std::vector<Cluster::WorkBias>(2, Cluster::WorkBias{true, {1, 1}, {0, 0}}));
+  const SimResult l = simulate(light, CostModel{}, config("static"));
+  CHECK(l.epochs[0].compute_s == doctest::Approx(50 * 0.064));
+  CHECK(l.epochs[0].reports[1].compute_s == doctest::Approx(50 * 0.01));
+  CHECK(l.epochs[0].reports[1].work[0].mean_s == doctest::Approx(0.03));
+  // Every epoch starts at a period's start with the full grant: the same time every epoch.
+  Cluster two = c;
+  two.base.push_back(two.base[0]);
+  const SimResult t = simulate(two, CostModel{}, config("static"));
+  CHECK(t.epochs[1].compute_s == doctest::Approx(t.epochs[0].compute_s));
 }

@@ -102,8 +102,9 @@ class Agent {
         job_, token_, rank_, world_, "host" + std::to_string(rank_), config, waiting, ""}));
     return client_.line();
   }
-  // Reports epoch (0-based) having run with `batch` at `speed` samples/s.
-  void report(std::int64_t epoch, int batch, double speed) {
+  // Reports epoch (0-based) having run 10 steps with `batch` at `speed` samples/s, `comm_s`
+  // seconds in the exchange.
+  void report(std::int64_t epoch, int batch, double speed, double comm_s = 0.01) {
     Report r;
     r.rank = rank_;
     r.epoch = epoch;
@@ -111,7 +112,7 @@ class Agent {
     r.samples = 10L * batch;
     r.steps = 10;
     r.compute_s = static_cast<double>(r.samples) / speed;
-    r.comm_s = 0.01;
+    r.comm_s = comm_s;
     client_.send(proto::encode(proto::ReportMsg{job_, r}));
   }
   // This rank's share of the next plan the daemon sends (nothing on error, close or timeout).

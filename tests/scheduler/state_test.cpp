@@ -116,7 +116,13 @@ TEST_CASE("StateVersion.TheStateOfTheDaemonBeforeVersionsIsRestoredWithTheSameSt
   o.report_timeout_s = scheduler::ServeOptions{}.report_timeout_s;
   REQUIRE(want["daemon"]["report_timeout_s"] == o.report_timeout_s);
   TestDaemon d(o);
-  const json got = status_of(d);
+  json got = status_of(d);
+  // A field the fixture's daemon did not have: the exchange's part of a plan, unknown (0) for
+  // plans journalled without it.
+  for (auto& j : got["jobs"]) {
+    CHECK(j["exchange_epoch_s"] == 0.0);
+    j.erase("exchange_epoch_s");
+  }
   // The fixture's daemon restored a copy in another directory: its reasons name that one.
   std::string old_dir = want["quarantined"].at(0)["why"];
   old_dir = old_dir.substr(0, old_dir.find("/journal.jsonl"));

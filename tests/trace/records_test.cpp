@@ -85,13 +85,17 @@ TEST_CASE("Records.Timing.AnOlderRecordWithoutBusyReadsAsZero") {
 }
 
 TEST_CASE("Records.Cpu.RoundTripsAndRejectsANegativeQuota") {
-  const CpuRecord c{0, 2, "node-b", 1.5, 7, 0.25};
+  const CpuRecord c{0, 2, "node-b", 1.5, 7, 0.25, 0.1};
   const nlohmann::json j = to_json(c);
   CHECK(j.at("type") == "cpu");
   const CpuRecord back = cpu_from_json(Fields(j));
   CHECK(back.host == "node-b");
   CHECK(back.nr_throttled == 7);
+  CHECK(back.period_s == 0.1);
   CHECK(to_json(back) == j);
+  nlohmann::json older = j;  // written before the period was recorded
+  older.erase("period_s");
+  CHECK(cpu_from_json(Fields(older)).period_s == 0.0);
   nlohmann::json bad = j;
   bad["quota_cores"] = -1;
   CHECK_THROWS_WITH_AS(cpu_from_json(Fields(bad, "t:3: cpu record")),

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "lib/comm/local.h"
@@ -52,6 +55,51 @@ inline RunResult run_ranks(const Config& c, int world, const PlannerFactory& mak
   });
   for (int r = 1; r < world; ++r) REQUIRE(out[static_cast<std::size_t>(r)].params == out[0].params);
   return out[0];
+}
+
+// Plans from a list, in turn: the next at every epoch end and every re-plan inside an epoch, so
+// both kinds of slice change happen, at times that do not depend on the clock.
+class PlanCycle : public Planner {
+ public:
+  explicit PlanCycle(std::vector<std::vector<int>> batches) : batches_(std::move(batches)) {
+    plan_ = make(0, 0);
+  }
+  const Plan& plan() const override { return plan_; }
+  Planned next(std::span<const Report>) override {
+    plan_ = make(plan_.epoch + 1, ++at_);
+    return {plan_, "cycle"};
+  }
+  std::optional<Planned> rebalance(std::span<const Report>) override {
+    plan_ = make(plan_.epoch, ++at_);
+    return Planned{plan_, "rebalance"};
+  }
+  std::vector<double> state() const override { return {static_cast<double>(at_)}; }
+  void set_state(const Plan& plan, const std::vector<double>& state) override {
+    plan_ = plan;
+    at_ = static_cast<std::size_t>(state.at(0));
+  }
+
+ private:
+  Plan make(std::int64_t epoch, std::size_t k) const {
+    Plan p;
+    p.epoch = epoch;
+    p.batch = batches_[k % batches_.size()];
+    p.global_batch = std::accumulate(p.batch.begin(), p.batch.end(), 0);
+    int o = 0;
+    for (const int b : p.batch) {
+      p.offset.push_back(o);
+      o += b;
+    }
+    return p;
+  }
+  std::vector<std::vector<int>> batches_;
+  std::size_t at_ = 0;
+  Plan plan_;
+};
+
+// Every rank's PlanCycle over the same list.
+inline PlannerFactory plan_cycle(std::vector<std::vector<int>> batches) {
+  return [batches](int) { return std::make_unique<PlanCycle>(batches); };
 }
 
 inline std::vector<float> run_local(const Config& c, int world) {

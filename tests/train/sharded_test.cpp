@@ -15,51 +15,9 @@ using namespace dbs::train::test;
 
 namespace {
 
-// Plans from a list, in turn: the next at every epoch end and every re-plan inside an epoch, so
-// both kinds of slice change happen, at times that do not depend on the clock.
-class PlanCycle : public Planner {
- public:
-  explicit PlanCycle(std::vector<std::vector<int>> batches) : batches_(std::move(batches)) {
-    plan_ = make(0, 0);
-  }
-  const Plan& plan() const override { return plan_; }
-  Planned next(std::span<const Report>) override {
-    plan_ = make(plan_.epoch + 1, ++at_);
-    return {plan_, "cycle"};
-  }
-  std::optional<Planned> rebalance(std::span<const Report>) override {
-    plan_ = make(plan_.epoch, ++at_);
-    return Planned{plan_, "rebalance"};
-  }
-  std::vector<double> state() const override { return {static_cast<double>(at_)}; }
-  void set_state(const Plan& plan, const std::vector<double>& state) override {
-    plan_ = plan;
-    at_ = static_cast<std::size_t>(state.at(0));
-  }
-
- private:
-  Plan make(std::int64_t epoch, std::size_t k) const {
-    Plan p;
-    p.epoch = epoch;
-    p.batch = batches_[k % batches_.size()];
-    p.global_batch = std::accumulate(p.batch.begin(), p.batch.end(), 0);
-    int o = 0;
-    for (const int b : p.batch) {
-      p.offset.push_back(o);
-      o += b;
-    }
-    return p;
-  }
-  std::vector<std::vector<int>> batches_;
-  std::size_t at_ = 0;
-  Plan plan_;
-};
-
 const std::vector<std::vector<int>> kPlans = {{40, 40, 48}, {100, 28, 0}, {10, 60, 58}, {0, 0, 128}};
 
-PlannerFactory cycle() {
-  return [](int) { return std::make_unique<PlanCycle>(kPlans); };
-}
+PlannerFactory cycle() { return plan_cycle(kPlans); }
 
 }  // namespace
 

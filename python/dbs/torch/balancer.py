@@ -122,6 +122,9 @@ class Balancer:
         check_averaging_options(x["average_every"], x["average_after_epochs"],
                                 x["average_optimizer"], self.settings.rebalance_every,
                                 comm_hook)
+        if x["average_every"] is not None:  # the plan, the trace and replay know the period
+            self.settings.average_every = x["average_every"]
+            self.settings.average_after_epochs = x["average_after_epochs"]
         self.steps_per_epoch = -(-self.dataset_size // self.global_batch)
         self._trace = Recorder(trace, group)  # checks rank 0's path; opened at the first epoch
         self._run = run_config(model, seed=self.seed) if self._trace.on else None

@@ -6,6 +6,8 @@ MASTER_PORT, see examples/pytorch/train.sbatch). torchrun's variables win when b
 """
 
 import os
+import threading
+import time
 
 import torch.distributed as dist
 
@@ -58,15 +60,47 @@ def init_process_group(backend="gloo", **kwargs):
     return rank, world, local
 
 
+def _threads_settled(limit_s=2.0, looks=3, pause_s=0.002):
+    """Sleeps, the GIL released, until no other thread of this process has been runnable for
+    `looks` looks in a row (Linux's /proc/self/task), at most limit_s seconds. True once
+    settled; False past the limit or where /proc cannot tell (then it slept limit_s / 10)."""
+    me = threading.get_native_id()
+    deadline = time.monotonic() + limit_s
+    quiet = 0
+    while time.monotonic() < deadline:
+        time.sleep(pause_s)
+        try:
+            busy = False
+            for tid in os.listdir("/proc/self/task"):
+                if int(tid) == me:
+                    continue
+                try:
+                    with open(f"/proc/self/task/{tid}/stat") as f:
+                        state = f.read().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue  # the thread ended
+                busy = busy or state == "R"
+        except (OSError, IndexError, ValueError):
+            time.sleep(limit_s / 10)
+            return False
+        quiet = 0 if busy else quiet + 1
+        if quiet >= looks:
+            return True
+    return False
+
+
 def destroy_process_group():
     """dist.destroy_process_group after a barrier of all ranks: call it once training is done.
 
-    Without the barrier the process could hang at exit: a gloo worker thread that ran one of
-    the last collectives (an all_reduce or all_gather_object whose tensors Python made) can
-    still hold that work when the main thread, holding the GIL, destroys the process group
-    (dist.destroy_process_group, or the DDP model's Reducer, which keeps the group, when the
-    model is freed) and joins its threads; freeing the work's tensors there needs the GIL, so
-    neither thread moves. The barrier waits for that work with the GIL released, and leaves
-    the workers with nothing of Python's."""
+    Without what it does first the process can hang at exit with torch 1.13: a gloo worker
+    thread that ran one of the last collectives (an all_gather_object whose tensors Python
+    made and has already dropped) still holds that work, and freeing the work's tensors needs
+    the GIL. When the main thread, holding the GIL, destroys the process group (the DDP
+    model's Reducer keeps it, so when the model is freed) and joins the group's threads,
+    neither thread moves. So: a barrier (every rank's collectives are done), then a wait, the
+    GIL released, until no other thread of the process is runnable (a worker that still has a
+    work to free is runnable, or waits for the GIL and gets it while this one sleeps), then
+    torch's destroy_process_group."""
     dist.barrier()
+    _threads_settled()
     dist.destroy_process_group()
