@@ -34,6 +34,7 @@ import records  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab" / "experiments"))
 import replay_accuracy  # noqa: E402  (the replay accuracy study makes its own table)
+import local_sgd_report  # noqa: E402  (and the local SGD study its own)
 
 ROOT = records.SOURCE  # the tree whose pages and records are read (--root)
 RESULTS = ROOT / "docs" / "results"
@@ -524,6 +525,15 @@ def replay_accuracy_table():
     return replay_accuracy.table_lines(study("replay.jsonl", "replay-accuracy"))
 
 
+# The test accuracy the local SGD page measures the time to (its command's --target).
+LOCAL_SGD_TARGET = 0.78
+
+
+def local_sgd():
+    lines = local_sgd_report.report_lines(study("local-sgd.jsonl", "local-sgd"), LOCAL_SGD_TARGET)
+    return lines[1:] if lines and not lines[0] else lines
+
+
 def replay_traces():
     rows = []
     for r in study_runs("replay.jsonl", "replay-own-trace"):
@@ -682,6 +692,7 @@ TABLES = {
     "replay-checks": replay_checks,
     "replay-traces": replay_traces,
     "replay-accuracy": replay_accuracy_table,
+    "local-sgd": local_sgd,
     "readme-headline": readme_headline,
 }
 

@@ -14,11 +14,12 @@
 #   lab/experiments/cluster_localsgd.sh [--rates "100mbit 1gbit"] [--seeds "1 2"] [--epochs 8]
 #       [--every 8] [--after 1] [--out FILE] [-- dbs-agent options]
 #   lab/experiments/cluster_localsgd.sh --report FILE [--target 0.80]
-# --report prints the results page's tables from the records: per rate the time to --target
-# test accuracy (training time, evaluation left out; mean over the seeds), the steady epochs
-# (those after the first averaging one) over the ideal, the accuracy after the last epoch, and
-# every-dbs against sync-dbs and every-static. The dbs-agent options after -- replace the study's
-# size (default --train-limit 6000 --test-limit 2000 --batch 256).
+# --report prints the results page's tables from the records (lab/experiments/local_sgd_report.py):
+# per rate the time to --target test accuracy (training time, evaluation left out; mean over the
+# seeds and their range), the steady epochs (those after the first averaging one) over the ideal,
+# the accuracy after the last epoch, and every-dbs against sync-dbs and every-static. The
+# dbs-agent options after -- replace the study's size (default --train-limit 6000 --test-limit
+# 2000 --batch 256).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -38,66 +39,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -n "$report" ]; then
-  python3 - "$report" "$target" <<'PY'
-import json, statistics, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-target = float(sys.argv[2])
-if not recs:
-    sys.exit(f"cluster_localsgd.sh: no records in {sys.argv[1]}")
-runs = ["sync-static", "sync-dbs", "every-static", "every-dbs"]
-
-def to_target(r):
-    """Training seconds until the first epoch at or above the target accuracy (None: never)."""
-    t = 0.0
-    for e in r["epochs"]:
-        t += e["wall_s"]
-        if e["test_acc"] >= target:
-            return t
-    return None
-
-def mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.mean(xs) if xs else None
-
-def fmt(x, f="%.1f"):
-    return "–" if x is None else f % x
-
-for rate in dict.fromkeys(r["rate"] for r in recs):
-    at = [r for r in recs if r["rate"] == rate]
-    by = {name: [r for r in at if r["run"] == name] for name in runs}
-    first = at[0]
-    ideal = first["samples"] / sum(first["alone_img_s"])
-    # The epochs after the first averaging one (the synchronous runs record no averaging).
-    steady_from = max(r["average_after_epochs"] for r in at) + 2
-    print(f"\n### {rate}\n")
-    print(f"stand-alone {' / '.join('%.0f' % v for v in first['alone_img_s'])} img/s, "
-          f"compute-only ideal {ideal:.2f} s an epoch, {len({r['seed'] for r in at})} seed(s), "
-          f"target {100 * target:.0f}% test accuracy\n")
-    print("| run | time to target | steady epoch | / ideal | test acc after "
-          f"{len(first['epochs'])} epochs (seeds) |")
-    print("|---|---|---|---|---|")
-    summary = {}
-    for name in runs:
-        rs = by[name]
-        if not rs:
-            continue
-        tt = [to_target(r) for r in rs]
-        steady = [statistics.mean(e["wall_s"] for e in r["epochs"] if e["epoch"] >= steady_from)
-                  for r in rs if any(e["epoch"] >= steady_from for e in r["epochs"])]
-        acc = [100 * r["epochs"][-1]["test_acc"] for r in rs]
-        summary[name] = (mean(tt) if all(t is not None for t in tt) else None, mean(steady), acc)
-        print(f"| {name} | {fmt(summary[name][0])} s{'' if None not in tt else ' (not reached by every seed)'} | "
-              f"{fmt(mean(steady), '%.2f')} s | {fmt(mean(steady) / ideal if steady else None, '%.2f')}× | "
-              f"{statistics.mean(acc):.2f}% ({', '.join('%.2f' % a for a in acc)}) |")
-    e, s, q = (summary.get(n) for n in ("every-dbs", "sync-dbs", "every-static"))
-    if e and s and e[0] and s[0]:
-        print(f"\nevery-dbs reaches {100 * target:.0f}% {s[0] / e[0]:.2f}× faster than sync-dbs", end="")
-        if q and q[0]:
-            print(f" and {q[0] / e[0]:.2f}× faster than every-static", end="")
-        print(f"; its accuracy after the last epoch {statistics.mean(e[2]) - statistics.mean(s[2]):+.2f} "
-              "points from sync-dbs (mean of the seeds)")
-PY
-  exit 0
+  exec python3 "$HERE/local_sgd_report.py" "$report" --target "$target"
 fi
 
 [ "$(id -u)" -eq 0 ] || { echo "cluster_localsgd.sh: error: the cluster bed needs root" >&2; exit 1; }

@@ -35,9 +35,9 @@ void check_averaging(const Config& c) {
   if (c.update == "sharded")
     throw ConfigError("--average-every works with --update replicated (a local step needs the "
                       "whole optimizer state on every rank)");
-  if (c.overlap == "on")
-    throw ConfigError("--average-every and --overlap exclude each other (a local step "
-                      "exchanges no gradient to overlap)");
+  if (c.overlap == "on" && c.average_after_epochs == 0)
+    throw ConfigError("--overlap with --average-every needs --average-after-epochs E > 0 (only "
+                      "the synchronous epochs exchange a gradient to overlap)");
   if (c.rebalance_every % c.average_every != 0)
     throw ConfigError("--rebalance-every " + std::to_string(c.rebalance_every) +
                       " is not a multiple of --average-every " + std::to_string(c.average_every) +
@@ -62,7 +62,8 @@ void check_exchange(const Config& c) {
 
 bool resolve_overlap(const Config& c, std::span<const std::string> hosts) {
   if (c.overlap != "auto") return c.overlap == "on";
-  if (c.update != "replicated" || c.allreduce != "mpi" || c.average_every > 0) return false;
+  if (c.update != "replicated" || c.allreduce != "mpi") return false;
+  if (c.average_every > 0 && c.average_after_epochs == 0) return false;  // no synchronous epoch
   return std::any_of(hosts.begin(), hosts.end(),
                      [&](const std::string& h) { return h != hosts.front(); });
 }

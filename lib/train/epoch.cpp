@@ -254,7 +254,8 @@ StepLoop::Computed StepLoop::compute(const Slice& slice, double t) {
   const PhaseClock clock;
   const Stopwatch cw;
   Computed out;
-  out.loss = p_.exchange.compute(x_.data(), labels_.data(), slice.count, ctx_, buf_);
+  Exchange& ex = local_ ? p_.local_exchange : p_.exchange;
+  out.loss = ex.compute(x_.data(), labels_.data(), slice.count, ctx_, buf_);
   const double extra = p_.disturber.sleep_for(t, cw.seconds());
   if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
   out.compute_s = cw.seconds();

@@ -53,6 +53,7 @@ struct EpochParts {
   nn::Model& model;
   Planner& planner;  // owns the plan in force; makes every change to it
   Exchange& exchange;         // the synchronous epochs'
+  Exchange& local_exchange;   // the averaging epochs' compute (no exchange inside the backward)
   LocalSgd* local;            // the averaging epochs' (null: the run never averages)
   Disturber& disturber;
   trace::Writer* trace;       // rank 0's, or null

@@ -13,6 +13,7 @@
 #include "lib/nn/model.h"
 #include "lib/planner/remote.h"
 #include "lib/policy/ideal.h"
+#include "lib/train/exchange_replicated.h"
 #include "lib/train/metrics.h"
 #include "lib/train/stop.h"
 
@@ -113,6 +114,9 @@ Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist
   overlap_ = resolve_overlap(cfg, hosts_);
   exchange_ = make_exchange(cfg, overlap_, comm, *model_, *optimizer_);
   if (cfg.average_every > 0) {
+    // The averaging epochs' compute exchanges nothing: with overlap, not the synchronous
+    // epochs' exchange, which starts the gradient's allreduce inside the backward pass.
+    if (overlap_) local_exchange_ = std::make_unique<Replicated>(comm, *model_, *optimizer_);
     // The tail of an average: samples, loss, stop, and per step of a period every rank's
     // compute_s, samples and work_s when the plan may change inside an epoch.
     const std::size_t slots = cfg.rebalance_every > 0
@@ -158,8 +162,9 @@ void Trainer::open_trace(const Resumed& resumed) {
 }
 
 detail::EpochParts Trainer::epoch_parts() {
-  return {config_,    comm_,        train_,      *model_,     *planner_,
-          *exchange_, local_.get(), *disturber_, trace_.get()};
+  Exchange& local_exchange = local_exchange_ ? *local_exchange_ : *exchange_;
+  return {config_,         comm_,        train_,       *model_,     *planner_, *exchange_,
+          local_exchange,  local_.get(), *disturber_,  trace_.get()};
 }
 
 RunResult Trainer::run() {

@@ -147,6 +147,7 @@ class Trainer {
   bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
   std::unique_ptr<Exchange> exchange_;
   std::unique_ptr<LocalSgd> local_;           // with Config::average_every only
+  std::unique_ptr<Exchange> local_exchange_;  // the averaging epochs' compute, with overlap_ only
   std::unique_ptr<Disturber> disturber_;
   std::unique_ptr<trace::Writer> trace_;      // rank 0 only
   std::vector<EpochResult> results_;          // finished epochs

@@ -38,7 +38,7 @@ expect_usage "overlap was given a disallowed flag override" --overlap=false
 expect_usage "--average-every: must be >= 1, got 0" --average-every 0
 expect_usage "--average-every: must be >= 1, got -4" --average-every -4
 expect_usage "--average-every works with --update replicated" --average-every 4 --update sharded
-expect_usage "--average-every and --overlap exclude each other" --average-every 4 --overlap
+expect_usage "--overlap with --average-every needs --average-after-epochs E > 0" --average-every 4 --overlap
 expect_usage "--rebalance-every 6 is not a multiple of --average-every 4" --average-every 4 --rebalance-every 6
 expect_usage "--average-after-epochs needs --average-every" --average-after-epochs 1
 expect_usage "--average-optimizer needs --average-every" --average-optimizer mean

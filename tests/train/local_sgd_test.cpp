@@ -14,6 +14,7 @@
 #include "lib/optim/optimizer.h"
 #include "lib/optim/schedule.h"
 #include "lib/policy/steps.h"
+#include "lib/train/config.h"
 #include "lib/train/local_sgd.h"
 #include "tests/train/helpers.h"
 
@@ -231,6 +232,28 @@ TEST_CASE("LocalSgd.AfterEpochs.SynchronousFirst") {
   CHECK(post.epochs.at(0).test_acc == sync1.epochs.at(0).test_acc);
 }
 
+// With --overlap, the synchronous first epochs exchange the gradient inside the backward pass
+// and the averaging epochs compute without any exchange: bit for bit the run without overlap.
+// Across hosts auto turns the overlap on where a synchronous epoch comes first, not without one.
+TEST_CASE("LocalSgd.AfterEpochs.OverlapsTheSynchronousEpochs") {
+  train::Config c = small_config("lenet", 1000);
+  c.policy = "fixed:100,28";
+  c.epochs = 2;
+  c.average_every = 3;
+  c.average_after_epochs = 1;
+  const train::RunResult plain = run_ranks(c, 2);
+  c.overlap = "on";
+  const train::RunResult overlapped = run_ranks(c, 2);
+  CHECK(overlapped.params == plain.params);
+  CHECK(overlapped.epochs.at(0).train_loss == plain.epochs.at(0).train_loss);
+  CHECK(overlapped.epochs.at(1).averages == 3);
+  c.overlap = "auto";
+  const std::vector<std::string> two = {"node1", "node2"};
+  CHECK(train::resolve_overlap(c, two));
+  c.average_after_epochs = 0;
+  CHECK_FALSE(train::resolve_overlap(c, two));
+}
+
 // Resumed between epochs, an averaging run ends with the uninterrupted run's parameters bit for
 // bit: the checkpoint holds every rank's own Adam moments (without them rank 1 would continue
 // from rank 0's), or the averaged ones; the averages fall at the same steps.
@@ -305,8 +328,8 @@ TEST_CASE("LocalSgd.RefusesWhatItCannotServe") {
         "--average-every works with --update replicated (a local step needs the whole optimizer "
         "state on every rank)");
   CHECK(refused([](train::Config& c) { c.overlap = "on"; }) ==
-        "--average-every and --overlap exclude each other (a local step exchanges no gradient to "
-        "overlap)");
+        "--overlap with --average-every needs --average-after-epochs E > 0 (only the synchronous "
+        "epochs exchange a gradient to overlap)");
   CHECK(refused([](train::Config& c) { c.rebalance_every = 6; }) ==
         "--rebalance-every 6 is not a multiple of --average-every 4 (under model averaging the "
         "ranks learn each other's step times at the averages)");

@@ -60,33 +60,34 @@ def init_process_group(backend="gloo", **kwargs):
     return rank, world, local
 
 
-def _threads_settled(limit_s=2.0, looks=3, pause_s=0.002):
-    """Sleeps, the GIL released, until no other thread of this process has been runnable for
-    `looks` looks in a row (Linux's /proc/self/task), at most limit_s seconds. True once
-    settled; False past the limit or where /proc cannot tell (then it slept limit_s / 10)."""
+def _another_thread_runnable():
+    """Whether a thread of this process other than the caller is runnable (state R in Linux's
+    /proc/self/task). Raises OSError where /proc cannot tell."""
     me = threading.get_native_id()
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                    return True
+        except OSError:
+            pass  # the thread ended
+    return False
+
+
+def _wait_threads_settled(limit_s=2.0, looks=3, pause_s=0.002):
+    """Sleeps, the GIL released, until no other thread of this process has been runnable for
+    `looks` looks in a row, at most limit_s seconds (limit_s / 10 where /proc cannot tell)."""
     deadline = time.monotonic() + limit_s
     quiet = 0
-    while time.monotonic() < deadline:
+    while quiet < looks and time.monotonic() < deadline:
         time.sleep(pause_s)
         try:
-            busy = False
-            for tid in os.listdir("/proc/self/task"):
-                if int(tid) == me:
-                    continue
-                try:
-                    with open(f"/proc/self/task/{tid}/stat") as f:
-                        state = f.read().rsplit(")", 1)[1].split()[0]
-                except OSError:
-                    continue  # the thread ended
-                busy = busy or state == "R"
-        except (OSError, IndexError, ValueError):
+            quiet = 0 if _another_thread_runnable() else quiet + 1
+        except OSError:
             time.sleep(limit_s / 10)
-            return False
-        quiet = 0 if busy else quiet + 1
-        if quiet >= looks:
-            return True
-    return False
+            return
 
 
 def destroy_process_group():
@@ -102,5 +103,5 @@ def destroy_process_group():
     work to free is runnable, or waits for the GIL and gets it while this one sleeps), then
     torch's destroy_process_group."""
     dist.barrier()
-    _threads_settled()
+    _wait_threads_settled()
     dist.destroy_process_group()
