@@ -40,7 +40,7 @@ TEST_CASE("Checks.RankOutOfRange") {
 
 TEST_CASE("Checks.JoinMustMatchTheJob") {
   dbs::Settings c;
-  RegisterMsg r{"j", "t", 0, 2, "h", c, ""};
+  RegisterMsg r{"j", "t", 0, 2, "h", c, "", ""};
   CHECK(error_of([&] { check_join("j", 2, c, r); }) == "ok");
   r.config.reset();
   CHECK(error_of([&] { check_join("j", 2, c, r); }) == "ok");

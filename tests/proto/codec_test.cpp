@@ -70,7 +70,7 @@ void round_trips(const T& message) {
 
 TEST_CASE("Proto.RoundTrip.EveryMessage") {
   RegisterMsg reg{"slurm-4711", "secret-token-0123456789", 3, 4, "node03",
-                  dbs::Settings{}, ""};
+                  dbs::Settings{}, "", ""};
   reg.config->policy = dbs::parse_policy("fixed:32,32,32,32");
   reg.config->samples_per_epoch = 60000;
   reg.config->rebalance_every = 12;
@@ -238,7 +238,7 @@ TEST_CASE("Proto.Reject.RegisterAuth") {
   CHECK(rejection(head + R"(,"auth":"munge:)" + std::string(4091, 'A') + "\"}") ==
         "invalid: field 'auth' must be at most 4096 characters, got 4097");
   // Encoded only when set: an old daemon sees the register it knows.
-  RegisterMsg r{"j", "", 0, 1, "h", std::nullopt, ""};
+  RegisterMsg r{"j", "", 0, 1, "h", std::nullopt, "", ""};
   CHECK(encode(r).find("auth") == std::string::npos);
 }
 

@@ -237,7 +237,7 @@ TEST_CASE("LocalSgd.AfterEpochs.SynchronousFirst") {
 // Across hosts auto turns the overlap on where a synchronous epoch comes first, not without one.
 TEST_CASE("LocalSgd.AfterEpochs.OverlapsTheSynchronousEpochs") {
   train::Config c = small_config("lenet", 1000);
-  c.policy = "fixed:100,28";
+  c.policy = dbs::parse_policy("fixed:100,28");
   c.epochs = 2;
   c.average_every = 3;
   c.average_after_epochs = 1;
