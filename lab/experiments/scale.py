@@ -31,6 +31,8 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
                equal split over that under dbs's plans (Monte Carlo, as the plan ratio): the gain
                with no exchange
   changes      dbs's plan changes after its first (the balancing one): target <= 1 (one slowdown)
+  replay       the static run's trace replayed under dbs (dbs-scheduler replay --compare) against
+               the dbs run's recorded total, and the reverse: target within 3%
   control      rank 0's control plane per epoch (the eval records' control: reports' allgather,
                planning, the daemon's round trip, the plan check): target at 256 ranks < 1% of
                a 10 s epoch
@@ -282,8 +284,10 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
     pace = PACE.search(text)
     if pace is None:
         raise pc.StudyError(f"{n} ranks, {name}: no emulation line in {log}")
+    predicted = replay_predictions(o, trace) if name in ("static", "dbs") else None
     return {
         "study": STUDY, "ranks": n, "run": name, "policy": policy, "spec": shown(spec),
+        "replay": predicted,
         "command": " ".join(shown(c) if c.startswith(ROOT) else c for c in cmd),
         "epochs": epochs,
         "next": {"source": plans[last + 1]["source"], "changed": plans[last + 1]["changed"]}
@@ -295,6 +299,21 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
         "wall_s": round(wall, 3), "load": round(load, 2), "cores": os.cpu_count(),
         "commit": commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+
+
+def replay_predictions(o, trace):
+    """What dbs-scheduler replay predicts from the run's trace: the total under static and under
+    dbs, and the recorded total it reproduces under the trace's own policy."""
+    sched = os.path.join(o.build, "scheduler", "dbs-scheduler")
+    p = subprocess.run([sched, "replay", trace, "--compare", "static,dbs", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise pc.StudyError(f"replay {trace}: {p.stderr.strip()}")
+    try:
+        d = json.loads(p.stdout)
+        recorded = next(v["recorded_total_s"] for v in d.values() if "recorded_total_s" in v)
+        return {"recorded_total_s": recorded, "static_s": d["static"]["total_s"], "dbs_s": d["dbs"]["total_s"]}
+    except (ValueError, KeyError, StopIteration) as e:
+        raise pc.StudyError(f"replay {trace}: not the JSON of --compare ({e})") from None
 
 
 def derived_spec(spec, scratch, n, phase):
@@ -439,6 +458,14 @@ def figures(recs):
         out["kill"] = {"killed_after": k, "epochs_done": r["epochs_done"], "before": sources[:k],
                        "after": sources[k:],
                        "wait_s": r["epochs"][k]["control"]["plan_s"] if k < len(r["epochs"]) else None}
+    out["replay"] = []
+    for src, dst in (("static", "dbs"), ("dbs", "static")):
+        a, b = by.get(src), by.get(dst)
+        if a and b and a.get("replay") and b.get("replay"):
+            got = b["replay"]["recorded_total_s"]
+            out["replay"].append({"from": src, "to": dst, "predicted_s": a["replay"][dst + "_s"],
+                                  "recorded_s": got, "own_error": a["replay"][src + "_s"] /
+                                  a["replay"]["recorded_total_s"] - 1})
     for run, r in by.items():
         if run != "spec":
             p = r["pace"]
@@ -504,6 +531,12 @@ def report(records):
     table("The daemon (end-of-epoch plans from it; the kill run's sources after the kill)",
           ["ranks", "run", "plans from the daemon", "killed after epoch", "sources after", "first plan after",
            "epochs done"], rows)
+    table("Replay across policies: one run's trace replayed under the other policy, against that policy's run "
+          "(target within 3%; under its own policy within 1%)",
+          ["ranks", "trace", "predicts", "predicted", "recorded", "error", "own policy"],
+          [[f["ranks"], x["from"], x["to"], "%.1f s" % x["predicted_s"], "%.1f s" % x["recorded_s"],
+            "%+.1f%%" % (100 * (x["predicted_s"] / x["recorded_s"] - 1)), "%+.2f%%" % (100 * x["own_error"])]
+           for f in figs for x in f["replay"]])
     table("The emulation: the waits' time over the spec's cost, wake-up lateness per step",
           ["ranks", "run", "over the cost", "late a step", "latest rank", "run wall"],
           [[f["ranks"], run, "%+.2f%%" % (100 * p["over"]), f"{p['late_us']} us", f"{p['latest_us']} us",
