@@ -10,8 +10,12 @@
 namespace dbs::agent {
 namespace {
 
-std::string text(const std::string& v) { return v; }
-std::string text(const PolicySpec& v) { return to_string(v); }
+std::string text(const std::string& v) {
+  return v;
+}
+std::string text(const PolicySpec& v) {
+  return to_string(v);
+}
 template <typename T>
 std::string text(const T& v) {
   std::ostringstream os;
@@ -46,8 +50,9 @@ void apply_cluster(Options& o, const std::function<bool(const char*)>& given) {
   if (o.cluster_path.empty()) throw ConfigError("--model synthetic needs --cluster SPEC");
   for (const char* option : {"--data", "--train-subset", "--test-limit", "--disturb"}) {
     if (given(option))
-      throw ConfigError(std::string(option) + " does not go with --model synthetic: the cluster spec " +
-                        o.cluster_path + " gives its " +
+      throw ConfigError(std::string(option) +
+                        " does not go with --model synthetic: the cluster spec " + o.cluster_path +
+                        " gives its " +
                         (std::string(option) == "--disturb" ? "disturbances ('disturbances')"
                                                             : "samples ('samples_per_epoch')"));
   }
@@ -66,7 +71,8 @@ void apply_cluster(Options& o, const std::function<bool(const char*)>& given) {
   take(j, "min_batch", p.min_batch, c.min_batch, "--min-batch", given, path);
   take(j, "max_batch", p.max_batch, c.max_batch, "--max-batch", given, path);
   take(j, "min_gain", p.min_gain, c.min_gain, "--min-gain", given, path);
-  take(j, "rebalance_every", p.rebalance_every, c.rebalance_every, "--rebalance-every", given, path);
+  take(j, "rebalance_every", p.rebalance_every, c.rebalance_every, "--rebalance-every", given,
+       path);
   s.epochs = c.epochs;
   s.settings = train::settings_of(c, n);
   c.disturbances = s.slowdowns;
@@ -101,11 +107,12 @@ void log_pace(comm::Communicator& comm, const emulate::Pace& mine) {
     if (p.steps > 0) latest = std::max(latest, p.late_s / static_cast<double>(p.steps));
   }
   const double steps = static_cast<double>(std::max<std::int64_t>(sum.steps, 1));
-  std::printf("emulation: %lld steps on %d ranks; asked %.3f s, took %.3f s (%+.2f%%); wake-ups "
-              "late by %.0f us a step (the latest rank %.0f us); %.2f s CPU\n",
-              static_cast<long long>(sum.steps), comm.size(), sum.requested_s, sum.taken_s,
-              sum.requested_s > 0 ? 100.0 * (sum.taken_s / sum.requested_s - 1.0) : 0.0,
-              1e6 * sum.late_s / steps, 1e6 * latest, sum.cpu_s);
+  std::printf(
+      "emulation: %lld steps on %d ranks; asked %.3f s, took %.3f s (%+.2f%%); wake-ups "
+      "late by %.0f us a step (the latest rank %.0f us); %.2f s CPU\n",
+      static_cast<long long>(sum.steps), comm.size(), sum.requested_s, sum.taken_s,
+      sum.requested_s > 0 ? 100.0 * (sum.taken_s / sum.requested_s - 1.0) : 0.0,
+      1e6 * sum.late_s / steps, 1e6 * latest, sum.cpu_s);
   std::fflush(stdout);
 }
 

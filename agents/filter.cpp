@@ -6,7 +6,6 @@
 #include "agents/filter.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -29,17 +28,17 @@ namespace dbs::agent {
 namespace {
 
 struct FilterCommand {
-  std::string weights;                             // --save-weights file of a dbs run (required)
-  std::string model = "cnn";                       // the model those weights belong to
-  std::string data_dir = data::kDefaultDataDir;    // Fashion-MNIST IDX files
-  std::size_t train_limit = 0;                     // filter the first N training samples (0 = all)
-  std::string out = "filter/kept.json";            // kept indices
-  std::string random_control;                      // same removals per class at random; "" = none
-  std::string report = "filter/report.html";       // HTML report; "" = none
-  filter::FilterOptions filter;                    // PCA, t-SNE, DBSCAN settings
-  int batch = 256;                                 // samples per forward pass
-  int threads = 0;                                 // TBB threads per rank (0 = all)
-  std::uint64_t seed = 1;                          // t-SNE start and the random control
+  std::string weights;                           // --save-weights file of a dbs run (required)
+  std::string model = "cnn";                     // the model those weights belong to
+  std::string data_dir = data::kDefaultDataDir;  // Fashion-MNIST IDX files
+  std::size_t train_limit = 0;                   // filter the first N training samples (0 = all)
+  std::string out = "filter/kept.json";          // kept indices
+  std::string random_control;                    // same removals per class at random; "" = none
+  std::string report = "filter/report.html";     // HTML report; "" = none
+  filter::FilterOptions filter;                  // PCA, t-SNE, DBSCAN settings
+  int batch = 256;                               // samples per forward pass
+  int threads = 0;                               // TBB threads per rank (0 = all)
+  std::uint64_t seed = 1;                        // t-SNE start and the random control
   std::string log_level = "info";
   std::string simd = "auto";
 };
@@ -53,29 +52,58 @@ bool parse(int argc, char** argv, FilterCommand& o, int& code) {
       "dbs-agent filter: drop the noisy training samples found by t-SNE + DBSCAN on the features\n"
       "of a trained network, and write the kept indices for `dbs-agent --train-subset`.\n"
       "Example: mpirun -np 2 --bind-to none dbs-agent filter --weights run/weights.bin \\\n"
-      "           --out filter/kept.json --random-control filter/random.json --report filter/report.html",
+      "           --out filter/kept.json --random-control filter/random.json --report "
+      "filter/report.html",
       "dbs-agent filter"};
   app.get_formatter()->column_width(34);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   filter::TsneOptions& t = o.filter.tsne;
-  app.add_option("--weights", o.weights, "weights file written by dbs-agent --save-weights")->required();
+  app.add_option("--weights", o.weights, "weights file written by dbs-agent --save-weights")
+      ->required();
   app.add_option("--model", o.model, "model of the weights: cnn or lenet")->capture_default_str();
-  app.add_option("--data", o.data_dir, "directory of the Fashion-MNIST IDX files")->capture_default_str();
-  app.add_option("--train-limit", o.train_limit, "filter the first N training samples (0 = all); train with the same --train-limit")->capture_default_str();
-  app.add_option("--out", o.out, "write the kept sample indices here (JSON, dbs-subset version 1)")->capture_default_str();
-  app.add_option("--random-control", o.random_control, "also write a control subset removing as many samples per class at random");
-  app.add_option("--report", o.report, "write the HTML report here (\"\" = none)")->capture_default_str();
-  app.add_option("--pca-dims", o.filter.pca_dims, "PCA dimensions before t-SNE (0 = none)")->capture_default_str();
-  app.add_option("--perplexity", t.perplexity, "t-SNE perplexity")->capture_default_str()->check(dbs::cli::above(0));
-  app.add_option("--theta", t.theta, "Barnes-Hut accuracy (0 = exact, slow)")->capture_default_str()->check(dbs::cli::at_least(0));
-  app.add_option("--iterations", t.iterations, "t-SNE gradient steps")->capture_default_str()->check(dbs::cli::above(0));
-  app.add_option("--eps", o.filter.eps, "DBSCAN radius in embedding units (0 = each class's k-distance knee)")->capture_default_str()->check(dbs::cli::at_least(0));
-  app.add_option("--min-samples", o.filter.min_samples, "DBSCAN core threshold (the point counted)")->capture_default_str()->check(dbs::cli::above(0));
-  app.add_option("--batch", o.batch, "samples per forward pass")->capture_default_str()->check(dbs::cli::above(0));
-  app.add_option("--threads", o.threads, "TBB threads per rank (0 = all cores of the rank)")->capture_default_str()->check(dbs::cli::at_least(0));
-  app.add_option("--seed", o.seed, "seed of the t-SNE start and of the random control")->capture_default_str();
-  app.add_option("--simd", o.simd, "fast kernels: auto, avx2+fma or x86-64")->capture_default_str()->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}));
-  app.add_option("--log-level", o.log_level, "debug, info, warning or error")->capture_default_str()->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  app.add_option("--data", o.data_dir, "directory of the Fashion-MNIST IDX files")
+      ->capture_default_str();
+  app.add_option("--train-limit", o.train_limit,
+                 "filter the first N training samples (0 = all); train with the same --train-limit")
+      ->capture_default_str();
+  app.add_option("--out", o.out, "write the kept sample indices here (JSON, dbs-subset version 1)")
+      ->capture_default_str();
+  app.add_option("--random-control", o.random_control,
+                 "also write a control subset removing as many samples per class at random");
+  app.add_option("--report", o.report, "write the HTML report here (\"\" = none)")
+      ->capture_default_str();
+  app.add_option("--pca-dims", o.filter.pca_dims, "PCA dimensions before t-SNE (0 = none)")
+      ->capture_default_str();
+  app.add_option("--perplexity", t.perplexity, "t-SNE perplexity")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  app.add_option("--theta", t.theta, "Barnes-Hut accuracy (0 = exact, slow)")
+      ->capture_default_str()
+      ->check(dbs::cli::at_least(0));
+  app.add_option("--iterations", t.iterations, "t-SNE gradient steps")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  app.add_option("--eps", o.filter.eps,
+                 "DBSCAN radius in embedding units (0 = each class's k-distance knee)")
+      ->capture_default_str()
+      ->check(dbs::cli::at_least(0));
+  app.add_option("--min-samples", o.filter.min_samples, "DBSCAN core threshold (the point counted)")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  app.add_option("--batch", o.batch, "samples per forward pass")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  app.add_option("--threads", o.threads, "TBB threads per rank (0 = all cores of the rank)")
+      ->capture_default_str()
+      ->check(dbs::cli::at_least(0));
+  app.add_option("--seed", o.seed, "seed of the t-SNE start and of the random control")
+      ->capture_default_str();
+  app.add_option("--simd", o.simd, "fast kernels: auto, avx2+fma or x86-64")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "avx2+fma", "x86-64", "native"}));
+  app.add_option("--log-level", o.log_level, "debug, info, warning or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   if (auto c = cli::parse(app, argc, argv, "dbs-agent filter")) {
     code = *c;
     return false;
@@ -131,10 +159,11 @@ void run(const FilterCommand& o, comm::Communicator& comm) {
   std::printf("filter: kept %zu of %zu samples (%zu removed) -> %s\n", r.kept.size(), n,
               n - r.kept.size(), o.out.c_str());
   for (const auto& c : r.classes)
-    std::printf("  class %d: %zu samples, %d clusters, eps %.4g, %zu removed\n", c.label,
-                c.samples, c.clusters, c.eps, c.removed);
+    std::printf("  class %d: %zu samples, %d clusters, eps %.4g, %zu removed\n", c.label, c.samples,
+                c.clusters, c.eps, c.removed);
   std::printf("  seconds: PCA %.2f, kNN %.2f, affinities %.2f, t-SNE %.2f, DBSCAN %.3f; KL %.4f\n",
-              r.pca_s, r.tsne.neighbours_s, r.tsne.affinity_s, r.tsne.optimise_s, r.dbscan_s, r.tsne.kl);
+              r.pca_s, r.tsne.neighbours_s, r.tsne.affinity_s, r.tsne.optimise_s, r.dbscan_s,
+              r.tsne.kl);
   if (!o.random_control.empty()) {
     std::vector<std::size_t> removed;
     for (const auto& c : r.classes) removed.push_back(c.removed);
@@ -148,18 +177,19 @@ void run(const FilterCommand& o, comm::Communicator& comm) {
     filter::ReportInfo info;
     info.title = "dbs filter: " + o.weights;
     if (train.classes == 10) info.class_names = kFashionMnistClasses;
-    info.settings = {{"weights", o.weights},
-                     {"model", o.model},
-                     {"samples", std::to_string(n)},
-                     {"ranks", std::to_string(world)},
-                     {"features", std::to_string(dims) + " (penultimate layer)"},
-                     {"PCA dimensions", std::to_string(o.filter.pca_dims)},
-                     {"perplexity", format("%g", o.filter.tsne.perplexity)},
-                     {"theta", format("%g", o.filter.tsne.theta)},
-                     {"iterations", std::to_string(o.filter.tsne.iterations)},
-                     {"eps", o.filter.eps > 0 ? format("%g", o.filter.eps) : "per class, k-distance knee"},
-                     {"min samples", std::to_string(o.filter.min_samples)},
-                     {"kept indices", o.out + " (subset hash " + data::subset_hash(kept) + ")"}};
+    info.settings = {
+        {"weights", o.weights},
+        {"model", o.model},
+        {"samples", std::to_string(n)},
+        {"ranks", std::to_string(world)},
+        {"features", std::to_string(dims) + " (penultimate layer)"},
+        {"PCA dimensions", std::to_string(o.filter.pca_dims)},
+        {"perplexity", format("%g", o.filter.tsne.perplexity)},
+        {"theta", format("%g", o.filter.tsne.theta)},
+        {"iterations", std::to_string(o.filter.tsne.iterations)},
+        {"eps", o.filter.eps > 0 ? format("%g", o.filter.eps) : "per class, k-distance knee"},
+        {"min samples", std::to_string(o.filter.min_samples)},
+        {"kept indices", o.out + " (subset hash " + data::subset_hash(kept) + ")"}};
     write_file_atomic(in_folder(o.report), filter::html_report(r, train.labels.data(), info));
     std::printf("report -> %s\n", o.report.c_str());
   }
@@ -177,7 +207,8 @@ int filter_main(int argc, char** argv) {
   try {
     comm = comm::make_mpi(comm::Algorithm::mpi);
   } catch (const std::exception& e) {
-    return cli::fail("dbs-agent filter", std::string("cannot start: ") + e.what(), cli::runtime_error);
+    return cli::fail("dbs-agent filter", std::string("cannot start: ") + e.what(),
+                     cli::runtime_error);
   }
   log::set_tag("rank " + std::to_string(comm->rank()));
   try {

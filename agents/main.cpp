@@ -1,8 +1,9 @@
 // dbs-agent: one MPI rank per node. Parses and checks options (before MPI starts), starts MPI,
 // loads the data, trains, and on any error on any rank ends the whole job (MPI_Abort) instead of
 // leaving the others hanging. SIGINT/SIGTERM stop the job after the current step (exit 130/143).
-#include <cstdio>
 #include <dbs/planner.h>
+
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <string_view>
@@ -26,7 +27,8 @@
 
 int main(int argc, char** argv) {
   using namespace dbs;
-  if (argc > 1 && std::string_view(argv[1]) == "filter") return agent::filter_main(argc - 1, argv + 1);
+  if (argc > 1 && std::string_view(argv[1]) == "filter")
+    return agent::filter_main(argc - 1, argv + 1);
   agent::Options opts;
   int code = 0;
   if (!agent::parse_options(argc, argv, opts, code)) return code;
@@ -49,10 +51,10 @@ int main(int argc, char** argv) {
     nn::ThreadLimit threads(choice.threads);
     opts.train.threads = threads.threads();
     comm->set_threads(threads.threads());  // --wait auto: sleep where the quota is below them
-    log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) + " TBB thread(s) (" +
-              choice.why + ") of " + std::to_string(nn::available_threads()) + " available, " +
-              std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() + " kernels" +
-              (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
+    log::info("host " + comm->host() + ", " + std::to_string(threads.threads()) +
+              " TBB thread(s) (" + choice.why + ") of " + std::to_string(nn::available_threads()) +
+              " available, " + std::to_string(comm->size()) + " rank(s), " + nn::simd_in_use() +
+              " kernels" + (comm->waiting().empty() ? "" : ", waits: " + comm->waiting()));
     // Emulated ranks wait rather than compute: many to a core is what they are for.
     if (!opts.cluster) agent::warn_oversubscription(*comm, threads.threads());
     data::FashionMnist data;
@@ -76,22 +78,23 @@ int main(int argc, char** argv) {
                                     ? data.train.n
                                     : data::read_subset(opts.train.train_subset).indices.size();
     train::validate(opts.train, comm->size(), n_train);
-    const std::unique_ptr<Planner> planner = make_planner(
-        train::settings_of(opts.train, n_train), comm::group_of(*comm), opts.scheduler);
+    const std::unique_ptr<Planner> planner = make_planner(train::settings_of(opts.train, n_train),
+                                                          comm::group_of(*comm), opts.scheduler);
     const train::RunResult result =
         train::run(opts.train, *comm, std::move(data), planner.get(), std::move(model));
     planner->finish(result.stop_signal == 0);
     if (pacer) agent::log_pace(*comm, emulate::pace_of(*pacer));
     if (result.stop_signal != 0) {
       if (comm->rank() == 0) {
-        const std::string where = "epoch " + std::to_string(result.stop_epoch) +
-                                  (result.stop_step > 0 ? " after step " + std::to_string(result.stop_step)
-                                                        : std::string(" before its first step"));
-        log::warn("stopped by " + train::signal_name(result.stop_signal) + " in " + where + "; " +
-                  (opts.train.checkpoint_dir.empty()
-                       ? std::string("no --checkpoint: this run cannot be resumed")
-                       : "checkpoint in " + opts.train.checkpoint_dir +
-                             " (continue with --resume)"));
+        const std::string where =
+            "epoch " + std::to_string(result.stop_epoch) +
+            (result.stop_step > 0 ? " after step " + std::to_string(result.stop_step)
+                                  : std::string(" before its first step"));
+        log::warn(
+            "stopped by " + train::signal_name(result.stop_signal) + " in " + where + "; " +
+            (opts.train.checkpoint_dir.empty()
+                 ? std::string("no --checkpoint: this run cannot be resumed")
+                 : "checkpoint in " + opts.train.checkpoint_dir + " (continue with --resume)"));
       }
       return 128 + result.stop_signal;
     }

@@ -9,14 +9,17 @@
 namespace dbs::agent {
 namespace {
 
-int host_cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+int host_cores() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 }  // namespace
 
 ThreadChoice choose_threads(comm::Communicator& comm, const Options& o) {
   const comm::HostShare share = comm::host_share(comm, 0);
   if (o.train.threads > 0) return {o.train.threads, o.threads_from};
-  if (!o.threads_from.empty()) return {nn::available_threads(), "--threads 0: all cores of the rank"};
+  if (!o.threads_from.empty())
+    return {nn::available_threads(), "--threads 0: all cores of the rank"};
   const int cores = host_cores(), mine = nn::available_threads();
   if (mine < cores) return {mine, "the " + std::to_string(mine) + " core(s) the rank is bound to"};
   const int local = share.ranks;

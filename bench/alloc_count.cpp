@@ -31,14 +31,28 @@ void* or_throw(void* p) {
 
 }  // namespace
 
-std::uint64_t dbs::bench::thread_allocations() { return allocations; }
+std::uint64_t dbs::bench::thread_allocations() {
+  return allocations;
+}
 
-void* operator new(std::size_t n) { return or_throw(allocate(n)); }
-void* operator new[](std::size_t n) { return or_throw(allocate(n)); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n); }
-void* operator new(std::size_t n, std::align_val_t a) { return or_throw(allocate_aligned(n, a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return or_throw(allocate_aligned(n, a)); }
+void* operator new(std::size_t n) {
+  return or_throw(allocate(n));
+}
+void* operator new[](std::size_t n) {
+  return or_throw(allocate(n));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return allocate(n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return allocate(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return or_throw(allocate_aligned(n, a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return or_throw(allocate_aligned(n, a));
+}
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   return allocate_aligned(n, a);
 }
@@ -46,11 +60,27 @@ void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) n
   return allocate_aligned(n, a);
 }
 
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}

@@ -11,20 +11,20 @@
 // figures also give the CPU a call costs (median over the calls of the largest process CPU time
 // of any rank), which a rank held by a CPU quota pays in wall time.
 #include <mpi.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "lib/common/cli.h"
 #include "bench/bench.h"
 #include "lib/comm/mpi.h"
 #include "lib/comm/ring.h"
+#include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/stats.h"
 #include "lib/common/timer.h"
@@ -34,7 +34,7 @@ namespace {
 
 struct AllreduceOptions {
   std::vector<long> sizes = {1, 16, 256, 4096, 65536, 690590, 1000000};  // floats
-  int reps = 50;                                                        // timed calls per size
+  int reps = 50;                                                         // timed calls per size
   std::vector<std::string> waits;  // Communicator wait modes to time as well (spin, sleep)
   std::vector<std::string> exchanges = {"allreduce"};  // which of the Communicator's, per wait
   long ring_chunk = static_cast<long>(comm::kRingChunkBytes);  // the ring column's messages, bytes
@@ -94,7 +94,8 @@ int run_allreduce(const AllreduceOptions& o) {
         const double t0 = MPI_Wtime();
         if (alg == 0)
           comm::check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT,
-                                        MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+                                        MPI_SUM, MPI_COMM_WORLD),
+                          "MPI_Allreduce");
         else if (alg == 1)
           comm::ring_allreduce_sum(MPI_COMM_WORLD, buf.data(), static_cast<std::size_t>(n),
                                    static_cast<std::size_t>(o.ring_chunk));
@@ -113,12 +114,16 @@ int run_allreduce(const AllreduceOptions& o) {
     auto stat = [&](std::vector<double> v, std::vector<double> c) {
       const double med = stats::median(v), min = *std::min_element(v.begin(), v.end());
       const double bytes = 4.0 * static_cast<double>(n);
-      return nlohmann::json{{"median_us", med * 1e6}, {"min_us", min * 1e6},
+      return nlohmann::json{{"median_us", med * 1e6},
+                            {"min_us", min * 1e6},
                             {"bandwidth_gbs", bytes / med / 1e9},
                             {"cpu_median_us", stats::median(c) * 1e6}};
     };
     nlohmann::json m = stat(t[0], cpu[0]), g = stat(t[1], cpu[1]);
-    nlohmann::json row = {{"floats", n}, {"bytes", 4 * n}, {"mpi", m}, {"ring", g},
+    nlohmann::json row = {{"floats", n},
+                          {"bytes", 4 * n},
+                          {"mpi", m},
+                          {"ring", g},
                           {"ring_over_mpi_bandwidth",
                            g["bandwidth_gbs"].get<double>() / m["bandwidth_gbs"].get<double>()}};
     if (!comms.empty()) {
@@ -130,11 +135,14 @@ int run_allreduce(const AllreduceOptions& o) {
     results.push_back(row);
   }
   if (rank == 0)
-    std::puts(nlohmann::json({{"bench", "allreduce"}, {"ranks", size}, {"reps", o.reps},
-                              {"ring_chunk_bytes", o.ring_chunk},
-                              {"bandwidth", "bytes of the buffer / median time"},
-                              {"cpu", "median over the calls of the largest process CPU time of any rank"},
-                              {"sizes", results}})
+    std::puts(nlohmann::json(
+                  {{"bench", "allreduce"},
+                   {"ranks", size},
+                   {"reps", o.reps},
+                   {"ring_chunk_bytes", o.ring_chunk},
+                   {"bandwidth", "bytes of the buffer / median time"},
+                   {"cpu", "median over the calls of the largest process CPU time of any rank"},
+                   {"sizes", results}})
                   .dump(2)
                   .c_str());
   return 0;
@@ -145,13 +153,33 @@ int run_allreduce(const AllreduceOptions& o) {
 void add_allreduce_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<AllreduceOptions>();
   auto* cmd = cli::add_command(
-      app, action, "allreduce", "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)", o,
-      run_allreduce);
-  cmd->add_option("--sizes", o->sizes, "message sizes in floats")->delimiter(',')->capture_default_str()->check(dbs::cli::between(1, INT_MAX));
-  cmd->add_option("--reps", o->reps, "timed calls per size and method")->capture_default_str()->check(dbs::cli::above(0));
-  cmd->add_option("--ring-chunk", o->ring_chunk, "largest message of the ring column, bytes (the training's ring: " + std::to_string(comm::kRingChunkBytes) + ")")->capture_default_str()->check(dbs::cli::between(4, INT_MAX));
-  CLI::Option* wait = cmd->add_option("--wait", o->waits, "also time the training's exchanges (--exchange) waiting this way: spin, sleep, auto (list)")->delimiter(',')->check(CLI::IsMember({"spin", "sleep", "auto"}));
-  cmd->add_option("--exchange", o->exchanges, "the exchanges --wait times: allreduce (allreduce_sum, MPI algorithm), ring (allreduce_sum, own ring), sharded (reduce_scatter_sum + allgather_segments), overlap (start_allreduce_sum + finish) (list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"allreduce", "ring", "sharded", "overlap"}))->needs(wait);
+      app, action, "allreduce",
+      "MPI_Allreduce vs the ring allreduce per message size (run under mpirun)", o, run_allreduce);
+  cmd->add_option("--sizes", o->sizes, "message sizes in floats")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(dbs::cli::between(1, INT_MAX));
+  cmd->add_option("--reps", o->reps, "timed calls per size and method")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  cmd->add_option("--ring-chunk", o->ring_chunk,
+                  "largest message of the ring column, bytes (the training's ring: " +
+                      std::to_string(comm::kRingChunkBytes) + ")")
+      ->capture_default_str()
+      ->check(dbs::cli::between(4, INT_MAX));
+  CLI::Option* wait = cmd->add_option("--wait", o->waits,
+                                      "also time the training's exchanges (--exchange) waiting "
+                                      "this way: spin, sleep, auto (list)")
+                          ->delimiter(',')
+                          ->check(CLI::IsMember({"spin", "sleep", "auto"}));
+  cmd->add_option("--exchange", o->exchanges,
+                  "the exchanges --wait times: allreduce (allreduce_sum, MPI algorithm), ring "
+                  "(allreduce_sum, own ring), sharded (reduce_scatter_sum + allgather_segments), "
+                  "overlap (start_allreduce_sum + finish) (list)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allreduce", "ring", "sharded", "overlap"}))
+      ->needs(wait);
 }
 
 }  // namespace dbs::bench

@@ -11,11 +11,11 @@ namespace dbs::bench {
 
 using cli::Action;
 
-void add_peak_command(CLI::App& app, Action& action);        // peak.cpp
-void add_train_commands(CLI::App& app, Action& action);      // train_bench.cpp: train, kernels
-void add_scheduler_command(CLI::App& app, Action& action);   // scheduler_bench.cpp
-void add_allreduce_command(CLI::App& app, Action& action);   // allreduce_bench.cpp
-void add_filter_command(CLI::App& app, Action& action);      // filter_bench.cpp
+void add_peak_command(CLI::App& app, Action& action);       // peak.cpp
+void add_train_commands(CLI::App& app, Action& action);     // train_bench.cpp: train, kernels
+void add_scheduler_command(CLI::App& app, Action& action);  // scheduler_bench.cpp
+void add_allreduce_command(CLI::App& app, Action& action);  // allreduce_bench.cpp
+void add_filter_command(CLI::App& app, Action& action);     // filter_bench.cpp
 
 // Single-core fp32 FMA peak, measured for about `seconds` in the calling thread: GFLOP per
 // second of wall time, and per second of that thread's CPU time (which another process taking

@@ -6,8 +6,9 @@
 
 int main(int argc, char** argv) {
   using namespace dbs::bench;
-  CLI::App app{"dbs-bench: benchmarks for dbs, each printing one JSON document.\n"
-               "Example: dbs-bench train --model cnn --threads 1 --batch 128 --steps 20"};
+  CLI::App app{
+      "dbs-bench: benchmarks for dbs, each printing one JSON document.\n"
+      "Example: dbs-bench train --model cnn --threads 1 --batch 128 --steps 20"};
   dbs::cli::add_version_flag(app, "dbs-bench");
   app.require_subcommand(1);
   Action action;

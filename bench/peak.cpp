@@ -1,13 +1,12 @@
 // dbs-bench peak: this core's single-precision FMA peak, measured with independent FMA chains.
 #include <immintrin.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
-#include "lib/common/cli.h"
 #include "bench/bench.h"
+#include "lib/common/cli.h"
 #include "lib/common/timer.h"
 
 namespace dbs::bench {
@@ -74,7 +73,8 @@ Peak peak_generic(double seconds) {
 Peak measure_peak(double seconds) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return peak_avx2_fma(seconds);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return peak_avx2_fma(seconds);
 #endif
   return peak_generic(seconds);
 }
@@ -91,7 +91,9 @@ void add_peak_command(CLI::App& app, Action& action) {
                                                .c_str());
                                  return 0;
                                });
-  cmd->add_option("--seconds", *seconds, "measuring time")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--seconds", *seconds, "measuring time")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
 }
 
 }  // namespace dbs::bench

@@ -87,7 +87,8 @@ class Load {
       a->socket.async_connect(daemon_, [this, ag = a.get()](const net::error_code& ec) {
         if (ec) return fail("connect: " + ec.message());
         ag->socket.set_option(tcp::no_delay(true));
-        proto::RegisterMsg r{ag->job, "", ag->rank, ag->world, "bench", config_of(ag->world), "", ""};
+        proto::RegisterMsg r{ag->job, "", ag->rank, ag->world, "bench", config_of(ag->world),
+                             "",      ""};
         write(*ag, proto::encode(r));
         read(*ag);
       });
@@ -313,30 +314,30 @@ int run(const LoadOptions& o) {
   auto& lat = load.latencies();
   const double total = static_cast<double>(lat.size());
   const PlanTiming plan = time_plan(o.plan_ranks, 5);
-  nlohmann::json out = {{"protocol_version", proto::kVersion},
-                        {"agents", o.agents},
-                        {"world", o.world},
-                        {"epoch_ms", o.epoch_ms},
-                        {"jobs", (o.agents + o.world - 1) / o.world},
-                        {"reports", lat.size()},
-                        {"journal", !o.state_dir.empty()},
-                        {"connect_s", load.connect_s()},
-                        {"seconds", load.load_s()},
-                        {"reports_per_s", total / load.load_s()},
-                        {"p50_ms", stats::quantile(lat, 0.50)},
-                        {"p90_ms", stats::quantile(lat, 0.90)},
-                        {"p99_ms", stats::quantile(lat, 0.99)},
-                        {"max_ms", stats::quantile(lat, 1.0)},
-                        {"daemon_cpu_us_per_report", 1e6 * daemon_cpu_s / total},
-                        {"client_cpu_us_per_report", 1e6 * client_cpu_s / total},
-                        {"daemon_allocations_per_report",
-                         static_cast<double>(daemon_allocations) / total},
-                        {"plan_ranks", o.plan_ranks},
-                        {"plan_ms", plan.plan_ms},
-                        {"plan_cpu_ms", plan.plan_cpu_ms},
-                        {"plan_allocations", plan.plan_allocations},
-                        {"plan_encode_ms", plan.encode_ms},
-                        {"plan_message_bytes", plan.bytes}};
+  nlohmann::json out = {
+      {"protocol_version", proto::kVersion},
+      {"agents", o.agents},
+      {"world", o.world},
+      {"epoch_ms", o.epoch_ms},
+      {"jobs", (o.agents + o.world - 1) / o.world},
+      {"reports", lat.size()},
+      {"journal", !o.state_dir.empty()},
+      {"connect_s", load.connect_s()},
+      {"seconds", load.load_s()},
+      {"reports_per_s", total / load.load_s()},
+      {"p50_ms", stats::quantile(lat, 0.50)},
+      {"p90_ms", stats::quantile(lat, 0.90)},
+      {"p99_ms", stats::quantile(lat, 0.99)},
+      {"max_ms", stats::quantile(lat, 1.0)},
+      {"daemon_cpu_us_per_report", 1e6 * daemon_cpu_s / total},
+      {"client_cpu_us_per_report", 1e6 * client_cpu_s / total},
+      {"daemon_allocations_per_report", static_cast<double>(daemon_allocations) / total},
+      {"plan_ranks", o.plan_ranks},
+      {"plan_ms", plan.plan_ms},
+      {"plan_cpu_ms", plan.plan_cpu_ms},
+      {"plan_allocations", plan.plan_allocations},
+      {"plan_encode_ms", plan.encode_ms},
+      {"plan_message_bytes", plan.bytes}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -1,16 +1,15 @@
 // dbs-bench train and dbs-bench kernels: training-step throughput and per-layer times on
 // synthetic data of Fashion-MNIST's shape (the cost does not depend on the pixel values).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "bench/bench.h"
 #include "lib/common/cli.h"
 #include "lib/common/stats.h"
-#include "bench/bench.h"
 #include "lib/common/timer.h"
 #include "lib/nn/model.h"
 #include "lib/nn/threads.h"
@@ -130,10 +129,14 @@ int run_kernels(const TrainOptions& o) {
                       {"backward_ms", bk * 1e3},
                       {"forward_gflops", flops / f / 1e9}});
   }
-  nlohmann::json j = {{"bench", "kernels"},   {"model", o.model},
-                      {"threads", limit.threads()}, {"batch", o.batch},
-                      {"repeats", std::max(1, o.steps)}, {"layers", layers},
-                      {"forward_ms_total", total_f * 1e3}, {"backward_ms_total", total_b * 1e3}};
+  nlohmann::json j = {{"bench", "kernels"},
+                      {"model", o.model},
+                      {"threads", limit.threads()},
+                      {"batch", o.batch},
+                      {"repeats", std::max(1, o.steps)},
+                      {"layers", layers},
+                      {"forward_ms_total", total_f * 1e3},
+                      {"backward_ms_total", total_b * 1e3}};
   std::puts(j.dump(2).c_str());
   return 0;
 }
@@ -144,15 +147,25 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<TrainOptions>();
   auto add_options = [o](CLI::App* c) {
     c->add_option("--model", o->model, "model: cnn or lenet")->capture_default_str();
-    c->add_option("--threads", o->threads, "TBB threads")->capture_default_str()->check(dbs::cli::above(0));
-    c->add_option("--batch", o->batch, "samples per step")->capture_default_str()->check(dbs::cli::above(0));
-    c->add_option("--steps", o->steps, "timed steps (kernels: repeats per layer)")->capture_default_str()->check(dbs::cli::above(0));
-    c->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->check(dbs::cli::at_least(0));
+    c->add_option("--threads", o->threads, "TBB threads")
+        ->capture_default_str()
+        ->check(dbs::cli::above(0));
+    c->add_option("--batch", o->batch, "samples per step")
+        ->capture_default_str()
+        ->check(dbs::cli::above(0));
+    c->add_option("--steps", o->steps, "timed steps (kernels: repeats per layer)")
+        ->capture_default_str()
+        ->check(dbs::cli::above(0));
+    c->add_option("--warmup", o->warmup, "untimed steps first")
+        ->capture_default_str()
+        ->check(dbs::cli::at_least(0));
     c->add_option("--seed", o->seed, "model and data seed")->capture_default_str();
   };
   add_options(cli::add_command(app, action, "train",
-                               "time training steps: images/s, GFLOP/s, fraction of peak", o, run_train));
-  add_options(cli::add_command(app, action, "kernels", "forward and backward time per layer", o, run_kernels));
+                               "time training steps: images/s, GFLOP/s, fraction of peak", o,
+                               run_train));
+  add_options(cli::add_command(app, action, "kernels", "forward and backward time per layer", o,
+                               run_kernels));
 }
 
 }  // namespace dbs::bench

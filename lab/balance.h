@@ -14,25 +14,25 @@
 namespace dbs::lab {
 
 struct BalanceOptions {
-  std::string model = "cnn";                  // model
-  int threads = 1;                            // TBB threads per rank
-  int batch = 128;                            // global batch
-  int epochs = 5;                             // epochs per run
-  std::size_t train_limit = 6000;             // training samples
-  std::size_t test_limit = 1000;              // test samples
-  int steady_from = 3;                        // first epoch (1-based) of the steady state
+  std::string model = "cnn";       // model
+  int threads = 1;                 // TBB threads per rank
+  int batch = 128;                 // global batch
+  int epochs = 5;                  // epochs per run
+  std::size_t train_limit = 6000;  // training samples
+  std::size_t test_limit = 1000;   // test samples
+  int steady_from = 3;             // first epoch (1-based) of the steady state
   std::vector<std::string> runs = {"static", "dbs"};
   std::vector<std::string> disturb = {"rank=1,factor=3"};
-  std::vector<std::string> quota;             // RANK=CORES: CPU quota of a rank's cgroup
-  std::string wait = "auto";                  // spin | sleep | auto (lib/comm/wait.h)
-  std::string allreduce = "mpi";              // mpi | ring: the gradient allreduce
+  std::vector<std::string> quota;         // RANK=CORES: CPU quota of a rank's cgroup
+  std::string wait = "auto";              // spin | sleep | auto (lib/comm/wait.h)
+  std::string allreduce = "mpi";          // mpi | ring: the gradient allreduce
   double min_gain = Settings{}.min_gain;  // dbs keeps its plan below this predicted gain
-  int solo_epochs = 2;                        // stand-alone epochs per rank (0 = no solo runs)
-  std::size_t solo_limit = 3000;              // samples per stand-alone epoch
-  bool solo_after = true;                     // stand-alone runs after the policy runs as well
-  bool solo_between = true;                   // and between the policy runs
-  bool solo_concurrent = true;                // each round also with all ranks alone at once
-  std::string trace_dir;                      // write <dir>/<run>.jsonl traces (empty = none)
+  int solo_epochs = 2;                    // stand-alone epochs per rank (0 = no solo runs)
+  std::size_t solo_limit = 3000;          // samples per stand-alone epoch
+  bool solo_after = true;                 // stand-alone runs after the policy runs as well
+  bool solo_between = true;               // and between the policy runs
+  bool solo_concurrent = true;            // each round also with all ranks alone at once
+  std::string trace_dir;                  // write <dir>/<run>.jsonl traces (empty = none)
   std::string data_dir = data::kDefaultDataDir;
 };
 

@@ -26,8 +26,6 @@
 // steady_ratio_to_busy_ideal is what the plan left idle, free of the machine's drift. Rank 0 prints
 // the JSON on stdout, then the steady-state figures as a table on stderr (print_summary).
 #include <mpi.h>
-#include <nlohmann/json.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,20 +33,21 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <system_error>
-#include <tuple>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <system_error>
+#include <tuple>
 
 #include "lab/balance.h"
-#include "lab/lab.h"
 #include "lab/cgroup.h"
+#include "lab/lab.h"
+#include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
-#include "lib/comm/mpi.h"
 #include "lib/common/log.h"
 #include "lib/data/dataset.h"
 #include "lib/nn/threads.h"
@@ -101,8 +100,8 @@ std::map<int, double> parse_quotas(const std::vector<std::string>& specs, int wo
     } catch (const std::exception&) {
       throw ConfigError("--quota '" + s + "': expected RANK=CORES, e.g. 1=0.33");
     }
-    if (used_r != eq || used_c != s.size() - eq - 1 || rank < 0 || rank >= world ||
-        !(cores > 0) || cores > 1024)
+    if (used_r != eq || used_c != s.size() - eq - 1 || rank < 0 || rank >= world || !(cores > 0) ||
+        cores > 1024)
       throw ConfigError("--quota '" + s + "': rank must be in [0, " + std::to_string(world) +
                         ") and cores in (0, 1024]");
     out[rank] = cores;
@@ -174,7 +173,8 @@ train::Config run_config(const BalanceOptions& o, const std::string& run) {
   }
   if (at != std::string::npos) {
     const std::string k = name.substr(at + 1);
-    if (k.empty() || k.size() > 6 || k.find_first_not_of("0123456789") != std::string::npos || k == "0")
+    if (k.empty() || k.size() > 6 || k.find_first_not_of("0123456789") != std::string::npos ||
+        k == "0")
       throw ConfigError("--runs " + run + ": expected POLICY@K with K a positive step count");
     c.rebalance_every = std::stoi(k);
   }
@@ -197,9 +197,14 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
   int steady = 0, changes = 0;  // steady epochs; plan changes at their starts and inside them
   for (std::size_t k = 0; k < r.epochs.size(); ++k) {
     const auto& e = r.epochs[k];
-    epochs.push_back({{"epoch", e.epoch + 1}, {"wall_s", e.wall_s}, {"ideal_s", e.ideal_s},
-                      {"ratio_to_ideal", e.wall_s / e.ideal_s}, {"batch", e.batch},
-                      {"throughput", e.throughput}, {"replans", e.replans}, {"busy", e.busy},
+    epochs.push_back({{"epoch", e.epoch + 1},
+                      {"wall_s", e.wall_s},
+                      {"ideal_s", e.ideal_s},
+                      {"ratio_to_ideal", e.wall_s / e.ideal_s},
+                      {"batch", e.batch},
+                      {"throughput", e.throughput},
+                      {"replans", e.replans},
+                      {"busy", e.busy},
                       {"busy_ideal_s", e.busy_ideal_s}});
     total += e.wall_s;
     if (e.epoch + 1 >= o.steady_from) {
@@ -213,12 +218,18 @@ nlohmann::json one_run(const BalanceOptions& o, const std::string& run, comm::Co
     }
   }
   for (double& b : busy_s) b = wall > 0 ? b / wall : 0.0;
-  return {{"run", run}, {"epochs", epochs}, {"total_s", total}, {"steady_wall_s", wall},
-          {"steady_epochs", steady}, {"steady_ideal_s", ideal},
+  return {{"run", run},
+          {"epochs", epochs},
+          {"total_s", total},
+          {"steady_wall_s", wall},
+          {"steady_epochs", steady},
+          {"steady_ideal_s", ideal},
           {"steady_ratio_to_ideal", ideal > 0 ? wall / ideal : 0.0},
-          {"steady_busy", busy_s}, {"steady_busy_ideal_s", busy_ideal},
+          {"steady_busy", busy_s},
+          {"steady_busy_ideal_s", busy_ideal},
           {"steady_ratio_to_busy_ideal", busy_ideal > 0 ? wall / busy_ideal : 0.0},
-          {"steady_plan_changes", changes}, {"test_acc", r.test_acc}};
+          {"steady_plan_changes", changes},
+          {"test_acc", r.test_acc}};
 }
 
 // A run's bracket drift (one-at-a-time or concurrent) beyond this, either way, makes the summary
@@ -256,16 +267,16 @@ void print_summary(const nlohmann::json& out, int steady_from, int epochs, std::
                  field(r, "steady_ratio_to_concurrent_bracket", 3).c_str(),
                  field(r, "concurrent_bracket_drift", -1).c_str(),
                  field(r, "steady_ratio_to_busy_ideal", 3).c_str(),
-                 field(r, "speedup_vs_static", 2).c_str(),
-                 r["steady_plan_changes"].get<int>());
+                 field(r, "speedup_vs_static", 2).c_str(), r["steady_plan_changes"].get<int>());
     for (const auto& [key, what, column] :
          {std::tuple{"bracket_drift", "stand-alone", "/bracket"},
           std::tuple{"concurrent_bracket_drift", "concurrent", "/concurrent"}}) {
       const auto drift = r.find(key);
       if (drift != r.end() && std::abs(drift->get<double>()) > kDriftNote)
-        notes.push_back(format("note: run %s: the %s ideal moved by %+.1f%% from the round before "
-                               "it to the one after: its %s is no better than that",
-                               name.c_str(), what, 100 * drift->get<double>(), column));
+        notes.push_back(
+            format("note: run %s: the %s ideal moved by %+.1f%% from the round before "
+                   "it to the one after: its %s is no better than that",
+                   name.c_str(), what, 100 * drift->get<double>(), column));
     }
   }
   for (const auto& n : notes) std::fprintf(f, "%s\n", n.c_str());
@@ -313,7 +324,8 @@ int run_balance(const BalanceOptions& given) {
         error = "--runs " + run + ": " + e.what();
       }
       try {  // --batch, --disturb, ... for this world size: not an entry's fault
-        if (error.empty()) train::validate(c, setup->size(), o.train_limit == 0 ? 1 : o.train_limit);
+        if (error.empty())
+          train::validate(c, setup->size(), o.train_limit == 0 ? 1 : o.train_limit);
       } catch (const ConfigError& e) {
         error = e.what();
       }
@@ -334,7 +346,8 @@ int run_balance(const BalanceOptions& given) {
   comm->set_threads(limit.threads());
   try {
     const std::vector<std::string> waiting = comm::gather_strings(*comm, comm->waiting());
-    const data::FashionMnist data = data::load_fashion_mnist(o.data_dir, o.train_limit, o.test_limit);
+    const data::FashionMnist data =
+        data::load_fashion_mnist(o.data_dir, o.train_limit, o.test_limit);
     const double n = static_cast<double>(std::min(o.train_limit, data.train.n));
     // Stand-alone rounds: before the first run, between runs (--solo-between), after the last
     // (--solo-after). rounds[before[i]] came just before run i; rounds[before[i] + 1], if made,
@@ -346,7 +359,8 @@ int run_balance(const BalanceOptions& given) {
     std::vector<std::vector<double>> together;  // the concurrent rates of each round
     auto round = [&](const std::string& after_run) {
       rounds.push_back(solo_rates(o, *comm, data));
-      round_list.push_back({{"after_run", after_run}, {"solo_rate", rounds.back()},
+      round_list.push_back({{"after_run", after_run},
+                            {"solo_rate", rounds.back()},
                             {"independent_ideal_s", ideal_time(rounds.back(), n)}});
       if (!o.solo_concurrent) return;
       double cover = 0;
@@ -384,26 +398,39 @@ int run_balance(const BalanceOptions& given) {
         r["bracket_drift"] = b > 0 ? a / b - 1 : 0.0;
         r["steady_ratio_to_bracket"] = bracket > 0 ? wall / (bracket * steady) : 0.0;
         if (!o.solo_concurrent) continue;
-        const double cb = ideal_time(together[before[i]], n), ca = ideal_time(together[before[i] + 1], n);
+        const double cb = ideal_time(together[before[i]], n),
+                     ca = ideal_time(together[before[i] + 1], n);
         r["concurrent_bracket_ideal_s"] = {cb, ca};
         r["concurrent_bracket_drift"] = cb > 0 ? ca / cb - 1 : 0.0;
-        r["steady_ratio_to_concurrent_bracket"] = cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
+        r["steady_ratio_to_concurrent_bracket"] =
+            cb + ca > 0 ? wall / ((cb + ca) / 2 * steady) : 0.0;
       }
     }
     if (comm->rank() == 0) {
-      const nlohmann::json out({{"bench", "balance"}, {"ranks", comm->size()}, {"model", o.model},
-                                {"threads", o.threads}, {"global_batch", o.batch},
-                                {"train_samples", o.train_limit}, {"disturb", o.disturb},
-                                {"quota", o.quota}, {"wait", o.wait}, {"waiting", waiting},
-                                {"allreduce", o.allreduce}, {"min_gain", o.min_gain},
-                                {"solo_rate", first}, {"independent_ideal_s", independent_s},
-                                {"solo_rate_after", after}, {"independent_ideal_after_s", after_s},
-                                {"independent_drift", independent_s > 0 && after_s > 0
-                                                          ? after_s / independent_s - 1 : 0.0},
-                                {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
-                                {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_time(together.front(), n)},
-                                {"solo_rounds", round_list},
-                                {"steady_from_epoch", o.steady_from}, {"runs", runs}});
+      const nlohmann::json out(
+          {{"bench", "balance"},
+           {"ranks", comm->size()},
+           {"model", o.model},
+           {"threads", o.threads},
+           {"global_batch", o.batch},
+           {"train_samples", o.train_limit},
+           {"disturb", o.disturb},
+           {"quota", o.quota},
+           {"wait", o.wait},
+           {"waiting", waiting},
+           {"allreduce", o.allreduce},
+           {"min_gain", o.min_gain},
+           {"solo_rate", first},
+           {"independent_ideal_s", independent_s},
+           {"solo_rate_after", after},
+           {"independent_ideal_after_s", after_s},
+           {"independent_drift",
+            independent_s > 0 && after_s > 0 ? after_s / independent_s - 1 : 0.0},
+           {"concurrent_rate", together.empty() ? std::vector<double>{} : together.front()},
+           {"concurrent_ideal_s", together.empty() ? 0.0 : ideal_time(together.front(), n)},
+           {"solo_rounds", round_list},
+           {"steady_from_epoch", o.steady_from},
+           {"runs", runs}});
       std::puts(out.dump(2).c_str());
       std::fflush(stdout);
       print_summary(out, o.steady_from, o.epochs, stderr);
@@ -421,27 +448,65 @@ int run_balance(const BalanceOptions& given) {
 void add_balance_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<BalanceOptions>();
   auto* cmd = cli::add_command(
-      app, action, "balance", "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under mpirun).\n"
+      app, action, "balance",
+      "static vs dbs under a disturbance: epoch times, ratio to ideal, speedup (run under "
+      "mpirun).\n"
       "Example: mpirun -np 2 dbs-lab balance --model lenet --epochs 3 --runs static,dbs",
       o, run_balance);
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "TBB threads per rank")->capture_default_str()->check(dbs::cli::above(0));
-  cmd->add_option("--batch", o->batch, "global batch")->capture_default_str()->check(dbs::cli::above(0));
-  cmd->add_option("--epochs", o->epochs, "epochs per run")->capture_default_str()->check(dbs::cli::above(0));
+  cmd->add_option("--threads", o->threads, "TBB threads per rank")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  cmd->add_option("--batch", o->batch, "global batch")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  cmd->add_option("--epochs", o->epochs, "epochs per run")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
   cmd->add_option("--train-limit", o->train_limit, "training samples")->capture_default_str();
   cmd->add_option("--test-limit", o->test_limit, "test samples")->capture_default_str();
-  cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs: static, dbs, dbs-rate, fixed:..., dbs@K (re-plan every K steps); +sharded or +overlap after any of them: the sharded optimizer update, the exchange overlapped with backward")->delimiter(',')->capture_default_str();
-  cmd->add_option("--disturb", o->disturb, "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")->capture_default_str();
-  cmd->add_option("--quota", o->quota, "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 (repeatable; needs writable cgroups; none for none)");
-  cmd->add_option("--allreduce", o->allreduce, "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")->capture_default_str()->check(CLI::IsMember({"mpi", "ring"}));
-  cmd->add_option("--min-gain", o->min_gain, "dbs keeps its plan below this predicted gain (fraction), as dbs-agent's")->capture_default_str()->check(dbs::cli::between(0, 0.999999));
-  cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")->capture_default_str()->check(CLI::IsMember({"spin", "sleep", "auto"}));
-  cmd->add_option("--solo-epochs", o->solo_epochs, "stand-alone epochs per rank for the independent ideal (0 = skip)")->capture_default_str()->check(dbs::cli::at_least(0));
-  cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")->capture_default_str()->check(dbs::cli::above(0));
-  cmd->add_flag("!--no-solo-after", o->solo_after, "skip the stand-alone runs after the policy runs (independent_ideal_after_s, independent_drift)");
-  cmd->add_flag("!--no-solo-between", o->solo_between, "skip the stand-alone runs between the policy runs (each run's bracket_ideal_s, bracket_drift, steady_ratio_to_bracket)");
-  cmd->add_flag("!--no-solo-concurrent", o->solo_concurrent, "skip the stand-alone runs with all ranks alone at once (concurrent_rate, concurrent_ideal_s, steady_ratio_to_concurrent_bracket)");
+  cmd->add_option("--steady-from", o->steady_from, "first epoch (1-based) of the steady state")
+      ->capture_default_str();
+  cmd->add_option("--runs", o->runs,
+                  "runs: static, dbs, dbs-rate, fixed:..., dbs@K (re-plan every K steps); +sharded "
+                  "or +overlap after any of them: the sharded optimizer update, the exchange "
+                  "overlapped with backward")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--disturb", o->disturb,
+                  "disturbance spec as for dbs-agent (repeatable; --disturb none for none)")
+      ->capture_default_str();
+  cmd->add_option("--quota", o->quota,
+                  "RANK=CORES: hold the rank to a CPU quota in a cgroup of its own, e.g. 1=0.33 "
+                  "(repeatable; needs writable cgroups; none for none)");
+  cmd->add_option(
+         "--allreduce", o->allreduce,
+         "gradient allreduce: mpi or ring (the sharded update then uses the ring's halves)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mpi", "ring"}));
+  cmd->add_option("--min-gain", o->min_gain,
+                  "dbs keeps its plan below this predicted gain (fraction), as dbs-agent's")
+      ->capture_default_str()
+      ->check(dbs::cli::between(0, 0.999999));
+  cmd->add_option("--wait", o->wait, "how ranks wait in collectives: spin, sleep or auto")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"spin", "sleep", "auto"}));
+  cmd->add_option("--solo-epochs", o->solo_epochs,
+                  "stand-alone epochs per rank for the independent ideal (0 = skip)")
+      ->capture_default_str()
+      ->check(dbs::cli::at_least(0));
+  cmd->add_option("--solo-limit", o->solo_limit, "samples per stand-alone epoch")
+      ->capture_default_str()
+      ->check(dbs::cli::above(0));
+  cmd->add_flag("!--no-solo-after", o->solo_after,
+                "skip the stand-alone runs after the policy runs (independent_ideal_after_s, "
+                "independent_drift)");
+  cmd->add_flag("!--no-solo-between", o->solo_between,
+                "skip the stand-alone runs between the policy runs (each run's bracket_ideal_s, "
+                "bracket_drift, steady_ratio_to_bracket)");
+  cmd->add_flag("!--no-solo-concurrent", o->solo_concurrent,
+                "skip the stand-alone runs with all ranks alone at once (concurrent_rate, "
+                "concurrent_ideal_s, steady_ratio_to_concurrent_bracket)");
   cmd->add_option("--trace-dir", o->trace_dir, "write each run's trace to DIR/RUN.jsonl");
   cmd->add_option("--data", o->data_dir, "Fashion-MNIST directory")->capture_default_str();
 }

@@ -58,15 +58,18 @@ std::vector<double> concurrent_rates(const BalanceOptions& o, comm::Communicator
                                      const std::vector<double>& sequential, double& cover,
                                      std::vector<int>& fillers) {
   const double fastest = *std::max_element(sequential.begin(), sequential.end());
-  const double share = fastest > 0 ? sequential[static_cast<std::size_t>(comm.rank())] / fastest : 1.0;
+  const double share =
+      fastest > 0 ? sequential[static_cast<std::size_t>(comm.rank())] / fastest : 1.0;
   const std::size_t b = static_cast<std::size_t>(o.batch);
   const std::size_t steps = std::max<std::size_t>(
-      1, static_cast<std::size_t>(std::lround(static_cast<double>(o.solo_limit) * share / static_cast<double>(b))));
+      1, static_cast<std::size_t>(
+             std::lround(static_cast<double>(o.solo_limit) * share / static_cast<double>(b))));
   const std::size_t limit = std::min(steps * b, data.train.n);
   train::Config c = solo_config(o, comm.rank(), limit);
   // steady_clock is CLOCK_MONOTONIC: one clock for every process of this host.
   const auto now = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   };
   MPI_Request ready = MPI_REQUEST_NULL;  // start together
   comm::check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &ready), "MPI_Ibarrier");

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 #include <system_error>
-#include <fstream>
 
 #include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
@@ -90,8 +90,8 @@ CpuCgroup::CpuCgroup(const std::string& name, double cores) {
   try {
     const long quota = cores > 0 ? std::lround(cores * kPeriodUs) : -1;
     if (v2_) {
-      write_file(dir_ + "/cpu.max", (quota > 0 ? std::to_string(quota) : std::string("max")) +
-                                        " " + std::to_string(kPeriodUs));
+      write_file(dir_ + "/cpu.max", (quota > 0 ? std::to_string(quota) : std::string("max")) + " " +
+                                        std::to_string(kPeriodUs));
     } else {
       write_file(dir_ + "/cpu.cfs_period_us", std::to_string(kPeriodUs));
       write_file(dir_ + "/cpu.cfs_quota_us", std::to_string(quota));

@@ -13,11 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lab/lab.h"
 #include "lib/chart/chart.h"
@@ -83,8 +82,8 @@ int run(const ExchangeOptions& o) {
       s.dash = chart::dash_pattern(k);
       const double bytes = replay::allreduce_bytes(o.params[k], W) * modes[m].bytes;
       for (const double link : links_mbit()) {
-        const double x = replay::ring_allreduce_s(W, bytes, o.latency_s, link * 1e6 / 8) /
-                         modes[m].every;
+        const double x =
+            replay::ring_allreduce_s(W, bytes, o.latency_s, link * 1e6 / 8) / modes[m].every;
         const double gain = (static_s + x) / (dbs_s + x);
         s.x.push_back(link);
         s.y.push_back(gain);
@@ -120,14 +119,24 @@ void add_exchange_command(CLI::App& app, Action& action) {
       app, action, "exchange",
       "the modelled speedup of dbs over the equal split against link speed (10 Mbit/s to\n"
       "10 Gbit/s) and model size, for the gradient exchanged every step, compressed to half its\n"
-      "bytes (fp16) and the models averaged every H steps; prints it as JSON, draws it with --svg.\n"
+      "bytes (fp16) and the models averaged every H steps; prints it as JSON, draws it with "
+      "--svg.\n"
       "Example: dbs-lab exchange --svg docs/img/exchange-gain.svg",
       o, run);
-  c->add_option("--speeds", o->speeds, "the ranks' stand-alone speeds, samples/s")->delimiter(',')->capture_default_str();
+  c->add_option("--speeds", o->speeds, "the ranks' stand-alone speeds, samples/s")
+      ->delimiter(',')
+      ->capture_default_str();
   c->add_option("--batch", o->batch, "global batch")->capture_default_str()->check(cli::above(0));
-  c->add_option("--params", o->params, "model sizes, parameters (one line each)")->delimiter(',')->capture_default_str()->check(cli::above(0));
-  c->add_option("--every", o->every, "H: steps between model averages")->capture_default_str()->check(cli::at_least(1));
-  c->add_option("--latency", o->latency_s, "seconds per message of the ring allreduce")->capture_default_str()->check(cli::at_least(0));
+  c->add_option("--params", o->params, "model sizes, parameters (one line each)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(cli::above(0));
+  c->add_option("--every", o->every, "H: steps between model averages")
+      ->capture_default_str()
+      ->check(cli::at_least(1));
+  c->add_option("--latency", o->latency_s, "seconds per message of the ring allreduce")
+      ->capture_default_str()
+      ->check(cli::at_least(0));
   c->add_option("--svg", o->svg, "write the chart here");
 }
 

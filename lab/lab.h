@@ -10,9 +10,9 @@ namespace dbs::lab {
 
 using cli::Action;
 
-void add_balance_command(CLI::App& app, Action& action);  // balance_bench.cpp
-void add_sweep_command(CLI::App& app, Action& action);    // sweep_report.cpp
-void add_study_command(CLI::App& app, Action& action);    // study_report.cpp
-void add_exchange_command(CLI::App& app, Action& action); // exchange_gain.cpp
+void add_balance_command(CLI::App& app, Action& action);   // balance_bench.cpp
+void add_sweep_command(CLI::App& app, Action& action);     // sweep_report.cpp
+void add_study_command(CLI::App& app, Action& action);     // study_report.cpp
+void add_exchange_command(CLI::App& app, Action& action);  // exchange_gain.cpp
 
 }  // namespace dbs::lab

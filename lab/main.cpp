@@ -7,8 +7,9 @@
 
 int main(int argc, char** argv) {
   using namespace dbs::lab;
-  CLI::App app{"dbs-lab: the studies behind dbs's figures (not installed), each printing JSON.\n"
-               "Example: mpirun -np 2 dbs-lab balance --model lenet --epochs 3 --runs static,dbs"};
+  CLI::App app{
+      "dbs-lab: the studies behind dbs's figures (not installed), each printing JSON.\n"
+      "Example: mpirun -np 2 dbs-lab balance --model lenet --epochs 3 --runs static,dbs"};
   dbs::cli::add_version_flag(app, "dbs-lab");
   app.require_subcommand(1);
   Action action;

@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
-
 namespace dbs::lab {
 
 // One epoch of one run, as rank 0 measured it.
 struct StudyEpoch {
-  int epoch = 0;          // from 1
-  double test_acc = 0;    // fraction
+  int epoch = 0;        // from 1
+  double test_acc = 0;  // fraction
   double test_loss = 0;
   double train_loss = 0;  // may be NaN or inf after a divergence (written as null)
   double lr = 0;          // at the epoch's start
@@ -23,11 +22,11 @@ struct StudyEpoch {
 
 // One record of the JSONL file: {"format": "dbs-study-run", "version": 1, ...}.
 struct StudyRun {
-  std::string study;       // "recipe" or "filtering"
-  std::string data;        // "full", "filtered" or "random"
+  std::string study;  // "recipe" or "filtering"
+  std::string data;   // "full", "filtered" or "random"
   std::string model, optimizer, lr_scaling, policy;
-  double lr = 0;           // base learning rate (--lr)
-  double momentum = 0;     // SGD only
+  double lr = 0;        // base learning rate (--lr)
+  double momentum = 0;  // SGD only
   int base_batch = 0, global_batch = 0;
   double warmup_epochs = 0;
   std::vector<int> decay_epochs;  // from 1

@@ -12,18 +12,20 @@
 namespace dbs::lab {
 namespace {
 
-int data_order(const std::string& d) { return d == "full" ? 0 : d == "filtered" ? 1 : 2; }
+int data_order(const std::string& d) {
+  return d == "full" ? 0 : d == "filtered" ? 1 : 2;
+}
 
 // Every setting but the seed, as text: runs of one label must agree on it.
 std::string settings(const StudyRun& r) {
   std::string decay;
   for (int e : r.decay_epochs) decay += std::to_string(e) + ",";
-  return format("%s %s lr %g momentum %g %s base %d batch %d warmup %g decay %sx%g %s %d ranks "
-                "x %d threads, %lld samples, %zu epochs, data %s",
-                r.model.c_str(), r.optimizer.c_str(), r.lr, r.momentum, r.lr_scaling.c_str(),
-                r.base_batch, r.global_batch, r.warmup_epochs, decay.c_str(), r.decay_factor,
-                r.policy.c_str(), r.ranks, r.threads, r.train_samples, r.epochs.size(),
-                r.data.c_str());
+  return format(
+      "%s %s lr %g momentum %g %s base %d batch %d warmup %g decay %sx%g %s %d ranks "
+      "x %d threads, %lld samples, %zu epochs, data %s",
+      r.model.c_str(), r.optimizer.c_str(), r.lr, r.momentum, r.lr_scaling.c_str(), r.base_batch,
+      r.global_batch, r.warmup_epochs, decay.c_str(), r.decay_factor, r.policy.c_str(), r.ranks,
+      r.threads, r.train_samples, r.epochs.size(), r.data.c_str());
 }
 
 }  // namespace
@@ -63,10 +65,10 @@ std::vector<Group> group_runs(const std::vector<StudyRun>& runs) {
     }
     const StudyRun& first = *it->runs.front();
     if (settings(first) != settings(*r))
-      throw InputError(format("the runs of '%s' with seeds %u and %u differ in more than the "
-                              "seed: %s against %s",
-                              label.c_str(), first.seed, r->seed, settings(first).c_str(),
-                              settings(*r).c_str()));
+      throw InputError(format(
+          "the runs of '%s' with seeds %u and %u differ in more than the "
+          "seed: %s against %s",
+          label.c_str(), first.seed, r->seed, settings(first).c_str(), settings(*r).c_str()));
     if (std::any_of(it->runs.begin(), it->runs.end(),
                     [&](const StudyRun* x) { return x->seed == r->seed; }))
       throw InputError(format("two runs of '%s' with seed %u", label.c_str(), r->seed));

@@ -15,7 +15,9 @@
 namespace dbs::lab {
 namespace {
 
-std::string td(const std::string& s) { return "<td>" + chart::escape(s) + "</td>"; }
+std::string td(const std::string& s) {
+  return "<td>" + chart::escape(s) + "</td>";
+}
 
 // Recipe lines: one colour per warmup length (the base-batch reference first), dashed without
 // lr scaling, so each warmup's scaled and unscaled runs pair up; with several large batches, the
@@ -35,8 +37,8 @@ Style style(const std::vector<const Group*>& groups, std::size_t k, bool recipe)
     }
   const StudyRun& r = *groups[k]->runs.front();
   if (r.global_batch == r.base_batch) return {chart::color(0), "", false};
-  const auto index = static_cast<std::size_t>(
-      std::distance(warmups.begin(), warmups.find(r.warmup_epochs)));
+  const auto index =
+      static_cast<std::size_t>(std::distance(warmups.begin(), warmups.find(r.warmup_epochs)));
   return {chart::color(1 + index), r.lr_scaling == "none" ? chart::dash_pattern(1) : "",
           r.global_batch != largest};
 }
@@ -129,8 +131,8 @@ std::string settings_text(const std::vector<StudyRun>& runs) {
   std::set<std::string> parts;
   std::set<unsigned> seeds;
   for (const StudyRun& r : runs) {
-    std::string p = format("%s, %s lr %g at batch %d", r.model.c_str(), r.optimizer.c_str(),
-                           r.lr, r.base_batch);
+    std::string p = format("%s, %s lr %g at batch %d", r.model.c_str(), r.optimizer.c_str(), r.lr,
+                           r.base_batch);
     if (r.optimizer == "sgd") p += format(" (momentum %g)", r.momentum);
     p += format(", %d rank(s) x %d thread(s), policy %s, %zu epochs of %lld samples", r.ranks,
                 r.threads, r.policy.c_str(), r.epochs.size(), r.train_samples);
@@ -175,7 +177,8 @@ std::string study_html(const std::vector<StudyRun>& runs, const std::string& sou
   for (const Group& g : groups) all.push_back(&g);
   if (recipe) {
     h += accuracy_chart(all, "test accuracy against epoch (mean of the seeds; their range shaded)",
-                        true) + "\n" + lr_chart(all) + "\n";
+                        true) +
+         "\n" + lr_chart(all) + "\n";
   } else {
     h += batch_chart(groups) + "\n";
     std::set<int> batches;

@@ -2,8 +2,8 @@
 // --summary and --metrics and its dbs-agent arguments, read back by read_study.
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,7 +20,9 @@ namespace {
 
 using nlohmann::json;
 
-json number_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+json number_or_null(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
 
 json to_json(const StudyRun& r) {
   json epochs = json::array();
@@ -31,17 +33,28 @@ json to_json(const StudyRun& r) {
                       {"train_loss", number_or_null(e.train_loss)},
                       {"lr", e.lr},
                       {"wall_s", e.wall_s}});
-  return {{"format", kStudyFormat},   {"version", kStudyVersion},
-          {"study", r.study},         {"data", r.data},
-          {"model", r.model},         {"optimizer", r.optimizer},
-          {"lr", r.lr},               {"momentum", r.momentum},
-          {"lr_scaling", r.lr_scaling}, {"base_batch", r.base_batch},
-          {"global_batch", r.global_batch}, {"warmup_epochs", r.warmup_epochs},
-          {"decay_epochs", r.decay_epochs}, {"decay_factor", r.decay_factor},
-          {"seed", r.seed},           {"policy", r.policy},
-          {"ranks", r.ranks},         {"threads", r.threads},
-          {"train_samples", r.train_samples}, {"epochs", epochs},
-          {"final_test_acc", r.final_test_acc}, {"wall_s", r.wall_s}};
+  return {{"format", kStudyFormat},
+          {"version", kStudyVersion},
+          {"study", r.study},
+          {"data", r.data},
+          {"model", r.model},
+          {"optimizer", r.optimizer},
+          {"lr", r.lr},
+          {"momentum", r.momentum},
+          {"lr_scaling", r.lr_scaling},
+          {"base_batch", r.base_batch},
+          {"global_batch", r.global_batch},
+          {"warmup_epochs", r.warmup_epochs},
+          {"decay_epochs", r.decay_epochs},
+          {"decay_factor", r.decay_factor},
+          {"seed", r.seed},
+          {"policy", r.policy},
+          {"ranks", r.ranks},
+          {"threads", r.threads},
+          {"train_samples", r.train_samples},
+          {"epochs", epochs},
+          {"final_test_acc", r.final_test_acc},
+          {"wall_s", r.wall_s}};
 }
 
 // Records are read with lib/common/fields.h; a nested object or array item is read with its
@@ -221,8 +234,9 @@ std::string study_record(const std::string& study, const std::string& data,
     throw InputError(summary_path + ": data '" + data + "' but the run " +
                      (subset ? "trained on --train-subset" : "had no --train-subset"));
 
-  optim::ScheduleConfig sched{s.lr, optim::parse_scaling(s.lr_scaling), s.base_batch,
-                              s.warmup_epochs, s.decay_epochs, s.decay_factor};
+  optim::ScheduleConfig sched{s.lr,           optim::parse_scaling(s.lr_scaling),
+                              s.base_batch,   s.warmup_epochs,
+                              s.decay_epochs, s.decay_factor};
   std::map<int, double> lr_at;  // epoch -> rank 0's lr at its start, from the metrics
   std::ifstream in(metrics_path);
   if (!in) throw InputError(metrics_path + ": cannot open");

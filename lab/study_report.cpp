@@ -23,14 +23,16 @@ void cell(std::string& row, const std::string& text) {
   row += " |";
 }
 
-std::string pct(double fraction) { return format("%.2f", 100 * fraction); }
+std::string pct(double fraction) {
+  return format("%.2f", 100 * fraction);
+}
 
 // "84.10 / 85.02": the test accuracy after `epoch` (0 = the final one) per seed, in seed order.
 std::string per_seed(const Group& g, int epoch) {
   std::string out;
   for (const StudyRun* r : g.runs) {
     if (!out.empty()) out += " / ";
-    out += epoch == 0                                     ? pct(r->final_test_acc)
+    out += epoch == 0                                    ? pct(r->final_test_acc)
            : epoch <= static_cast<int>(r->epochs.size()) ? pct(r->epochs[epoch - 1].test_acc)
                                                          : "-";
   }
@@ -61,9 +63,7 @@ std::string runs_table(const std::vector<Group>& groups, const std::vector<int>&
     o += '|';
     for (const std::string& c : {g.label, format("%.4g", peak_lr(r)), seeds}) cell(o, c);
     for (int e : at) cell(o, per_seed(g, e));
-    for (const std::string& c : {per_seed(g, 0), mean_spread(g),
-                                 format("%.0f", wall)})
-      cell(o, c);
+    for (const std::string& c : {per_seed(g, 0), mean_spread(g), format("%.0f", wall)}) cell(o, c);
     o += '\n';
   }
   return o;
@@ -86,8 +86,10 @@ std::string recipe_pivot(const std::vector<Group>& groups) {
             scalings.push_back(sc);
           warmups.insert(g.runs.front()->warmup_epochs);
         }
-    o += format("\nFinal test accuracy (%%, mean ± ½ range over seeds) at global batch %d:\n\n"
-                "| warmup epochs |", b);
+    o += format(
+        "\nFinal test accuracy (%%, mean ± ½ range over seeds) at global batch %d:\n\n"
+        "| warmup epochs |",
+        b);
     for (const auto& s : scalings) cell(o, s == "none" ? "no scaling" : s + " scaling");
     o += "\n|---|";
     for (std::size_t k = 0; k < scalings.size(); ++k) o += "---|";
@@ -115,8 +117,9 @@ std::string filtering_pivot(const std::vector<Group>& groups) {
     batches.insert(g.runs.front()->global_batch);
     cells[g.runs.front()->data][g.runs.front()->global_batch] = &g;
   }
-  std::string o = "\nFinal test accuracy (%, mean ± ½ range over seeds) by data set and global "
-                  "batch:\n\n| data |";
+  std::string o =
+      "\nFinal test accuracy (%, mean ± ½ range over seeds) by data set and global "
+      "batch:\n\n| data |";
   for (int b : batches) o += format(" batch %d |", b);
   o += "\n|---|";
   for (std::size_t k = 0; k < batches.size(); ++k) o += "---|";
@@ -137,8 +140,8 @@ std::string filtering_pivot(const std::vector<Group>& groups) {
       const auto ia = cells[a].find(b), iz = cells[z].find(b);
       o += ia == cells[a].end() || iz == cells[z].end()
                ? " - |"
-               : format(" %+.2f |", 100 * (final_stats(*ia->second).mean -
-                                           final_stats(*iz->second).mean));
+               : format(" %+.2f |",
+                        100 * (final_stats(*ia->second).mean - final_stats(*iz->second).mean));
     }
     o += "\n";
   }
@@ -198,11 +201,17 @@ void add_study_command(CLI::App& app, cli::Action& action) {
       "Example: dbs-lab study record --study recipe --summary s.json --metrics m.jsonl "
       "--wall-s 61.2 --out recipe.jsonl -- --batch 8192 --lr-scaling linear --warmup-epochs 2",
       rec, run_record);
-  r->add_option("--study", rec->study, "recipe or filtering")->required()->check(CLI::IsMember({"recipe", "filtering"}));
-  r->add_option("--data", rec->data, "training data: full, filtered or random")->check(CLI::IsMember({"full", "filtered", "random"}))->capture_default_str();
+  r->add_option("--study", rec->study, "recipe or filtering")
+      ->required()
+      ->check(CLI::IsMember({"recipe", "filtering"}));
+  r->add_option("--data", rec->data, "training data: full, filtered or random")
+      ->check(CLI::IsMember({"full", "filtered", "random"}))
+      ->capture_default_str();
   r->add_option("--summary", rec->summary, "the job's dbs-agent --summary")->required();
   r->add_option("--metrics", rec->metrics, "the job's dbs-agent --metrics (.jsonl)")->required();
-  r->add_option("--wall-s", rec->wall_s, "the job's wall time, seconds")->required()->check(cli::at_least(0));
+  r->add_option("--wall-s", rec->wall_s, "the job's wall time, seconds")
+      ->required()
+      ->check(cli::at_least(0));
   r->add_option("--out", rec->out, "append the record to this JSONL file")->required();
   r->add_option("args", rec->args, "the job's dbs-agent arguments (after --)");
 
@@ -216,7 +225,9 @@ void add_study_command(CLI::App& app, cli::Action& action) {
       rep, run_report);
   p->add_option("--in", rep->in, "the records (JSONL, one study)")->required();
   p->add_option("--html", rep->html, "write the page here");
-  p->add_option("--at-epochs", rep->at_epochs, "also tabulate the accuracy after these epochs")->delimiter(',')->capture_default_str();
+  p->add_option("--at-epochs", rep->at_epochs, "also tabulate the accuracy after these epochs")
+      ->delimiter(',')
+      ->capture_default_str();
 }
 
 }  // namespace dbs::lab

@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -74,12 +74,26 @@ Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs:
                            std::to_string(c.global_batch);
   const fs::path summary = work / (name + ".json"), log = work / (name + ".log");
   std::vector<std::string> argv = words(o.mpirun);
-  argv.insert(argv.end(), {"-np", std::to_string(ranks), o.agent, "--model", o.model,
-                           "--threads", std::to_string(threads), "--batch",
-                           std::to_string(c.global_batch), "--epochs", std::to_string(o.epochs),
-                           "--train-limit", std::to_string(o.train_limit), "--test-limit",
-                           std::to_string(o.test_limit), "--policy", "static", "--no-progress",
-                           "--summary", summary.string()});
+  argv.insert(argv.end(), {"-np",
+                           std::to_string(ranks),
+                           o.agent,
+                           "--model",
+                           o.model,
+                           "--threads",
+                           std::to_string(threads),
+                           "--batch",
+                           std::to_string(c.global_batch),
+                           "--epochs",
+                           std::to_string(o.epochs),
+                           "--train-limit",
+                           std::to_string(o.train_limit),
+                           "--test-limit",
+                           std::to_string(o.test_limit),
+                           "--policy",
+                           "static",
+                           "--no-progress",
+                           "--summary",
+                           summary.string()});
   if (o.lr > 0) {
     std::ostringstream lr;
     lr << o.lr * (o.lr_per_rank ? ranks : 1);
@@ -103,7 +117,9 @@ Cell measure(const SweepOptions& o, int ranks, int threads, int batch, const fs:
   return c;
 }
 
-std::int64_t steps_of(std::int64_t n, int batch) { return (n + batch - 1) / batch; }
+std::int64_t steps_of(std::int64_t n, int batch) {
+  return (n + batch - 1) / batch;
+}
 
 }  // namespace
 
@@ -131,23 +147,23 @@ Fit fit_cells(const std::vector<Cell>& cells, std::int64_t n, double latency_s) 
   }
   f.allreduce2_s = std::max(0.0, stats::median(extra));
   const double bytes = replay::allreduce_bytes(f.params, 2);
-  const double wire = f.allreduce2_s - 2 * latency_s;  // 2 (W - 1) latencies at W = 2
+  const double wire = f.allreduce2_s - 2 * latency_s;             // 2 (W - 1) latencies at W = 2
   f.bandwidth = extra.empty() || wire <= 0 ? 0.0 : bytes / wire;  // 0 = infinite
   return f;
 }
 
 double predict_epoch_s(const Fit& f, int workers, int global_batch, std::int64_t n) {
-  const json spec = {{"epochs", 1},
-                     {"samples_per_epoch", n},
-                     {"global_batch", global_batch},
-                     {"policy", "static"},
-                     {"params", f.params},
-                     {"latency_s", f.latency_s},
-                     {"bandwidth", f.bandwidth},
-                     {"overhead_s", f.alpha_s},
-                     {"nodes", json::array({{{"name", "w"},
-                                             {"count", workers},
-                                             {"throughput", 1.0 / f.beta_s}}})}};
+  const json spec = {
+      {"epochs", 1},
+      {"samples_per_epoch", n},
+      {"global_batch", global_batch},
+      {"policy", "static"},
+      {"params", f.params},
+      {"latency_s", f.latency_s},
+      {"bandwidth", f.bandwidth},
+      {"overhead_s", f.alpha_s},
+      {"nodes",
+       json::array({{{"name", "w"}, {"count", workers}, {"throughput", 1.0 / f.beta_s}}})}};
   const replay::Spec s = replay::parse_spec(spec, "sweep prediction");
   return replay::simulate(replay::cluster_of(s), replay::cost_of(s), s.settings)
       .epochs.front()
@@ -165,8 +181,8 @@ int run_sweep(const SweepOptions& o) {
   const Fit fit = fit_cells(cells, static_cast<std::int64_t>(o.train_limit), o.latency_s);
   for (Cell& c : cells) {
     if (c.threads == 1)
-      c.predicted_s = predict_epoch_s(fit, c.ranks, c.global_batch,
-                                      static_cast<std::int64_t>(o.train_limit));
+      c.predicted_s =
+          predict_epoch_s(fit, c.ranks, c.global_batch, static_cast<std::int64_t>(o.train_limit));
   }
   std::vector<Cell> predicted;
   for (int w : o.predict_workers)
@@ -175,8 +191,8 @@ int run_sweep(const SweepOptions& o) {
       p.ranks = w;
       p.global_batch = o.per_rank ? b * w : b;
       if (p.global_batch < w) continue;  // fewer samples per step than workers
-      p.predicted_s = predict_epoch_s(fit, w, p.global_batch,
-                                      static_cast<std::int64_t>(o.train_limit));
+      p.predicted_s =
+          predict_epoch_s(fit, w, p.global_batch, static_cast<std::int64_t>(o.train_limit));
       predicted.push_back(p);
     }
   const json doc = sweep_json(o, cells, fit, predicted);

@@ -7,11 +7,11 @@
 #include <memory>
 #include <set>
 
-#include "lib/common/cli.h"
 #include "lab/lab.h"
 #include "lab/sweep.h"
 #include "lib/chart/chart.h"
 #include "lib/chart/page.h"
+#include "lib/common/cli.h"
 #include "lib/common/format.h"
 
 namespace dbs::lab {
@@ -32,11 +32,14 @@ json cell_json(const Cell& c, bool measured) {
     j["test_acc"] = c.test_acc;
   }
   if (c.predicted_s > 0) j["predicted_epoch_s"] = c.predicted_s;
-  if (measured && c.predicted_s > 0) j["predicted_over_measured"] = c.predicted_s / c.epoch_s_median;
+  if (measured && c.predicted_s > 0)
+    j["predicted_over_measured"] = c.predicted_s / c.epoch_s_median;
   return j;
 }
 
-std::string td(const std::string& s) { return "<td>" + chart::escape(s) + "</td>"; }
+std::string td(const std::string& s) {
+  return "<td>" + chart::escape(s) + "</td>";
+}
 
 // Seconds per epoch against workers, one line per global batch (per-rank batch with
 // --per-rank): the predicted curve, the measured 1-thread cells as markers on their own line.
@@ -49,8 +52,8 @@ std::string time_chart(const SweepOptions& o, const std::vector<Cell>& measured,
   std::size_t k = 0;
   for (int b : o.batches) {
     chart::Series line, dots;
-    const std::string name = o.per_rank ? "batch " + std::to_string(b) + "/rank"
-                                        : "batch " + std::to_string(b);
+    const std::string name =
+        o.per_rank ? "batch " + std::to_string(b) + "/rank" : "batch " + std::to_string(b);
     line.label = name + " predicted";
     dots.label = name + " measured";
     line.color = dots.color = chart::color(k++);
@@ -133,13 +136,13 @@ std::string sweep_html(const SweepOptions& o, const std::vector<Cell>& measured,
          td(c.predicted_s > 0 ? format("%.2f", c.predicted_s) : "") + "</tr>\n";
   }
   h += "</table>\n<h2>Predicted</h2>\n<p>" +
-       chart::escape(format("Replay simulator (the code of dbs-scheduler replay --synthesize), "
-                            "ranks of 1 thread; per step %.4f s + %.3g s per sample; ring "
-                            "allreduce of %lld parameters, latency %.0f us, bandwidth %s.",
-                            fit.alpha_s, fit.beta_s, static_cast<long long>(fit.params),
-                            1e6 * fit.latency_s,
-                            fit.bandwidth > 0 ? format("%.3g GB/s", fit.bandwidth / 1e9).c_str()
-                                              : "infinite (no 2-rank cell slower than the model)")) +
+       chart::escape(
+           format("Replay simulator (the code of dbs-scheduler replay --synthesize), "
+                  "ranks of 1 thread; per step %.4f s + %.3g s per sample; ring "
+                  "allreduce of %lld parameters, latency %.0f us, bandwidth %s.",
+                  fit.alpha_s, fit.beta_s, static_cast<long long>(fit.params), 1e6 * fit.latency_s,
+                  fit.bandwidth > 0 ? format("%.3g GB/s", fit.bandwidth / 1e9).c_str()
+                                    : "infinite (no 2-rank cell slower than the model)")) +
        " A prediction, not a measurement.</p>\n<table><tr><th>workers</th>";
   std::map<int, std::map<int, double>> rows;  // workers -> batch column -> seconds
   for (const Cell& c : predicted)
@@ -155,8 +158,8 @@ std::string sweep_html(const SweepOptions& o, const std::vector<Cell>& measured,
     }
     h += "</tr>\n";
   }
-  h += "</table>\n" + time_chart(o, measured, predicted) + "\n" + accuracy_chart(o, measured) +
-       "\n";
+  h +=
+      "</table>\n" + time_chart(o, measured, predicted) + "\n" + accuracy_chart(o, measured) + "\n";
   return chart::html_page({"dbs-lab sweep", "body{margin:2em}", ""}, h);
 }
 
@@ -169,22 +172,45 @@ void add_sweep_command(CLI::App& app, Action& action) {
       "Example: dbs-lab sweep --ranks 1,2 --threads 1,2 --batch 128,256,512,1024 "
       "--out sweep.jsonl --html sweep.html");
   const auto positive = dbs::cli::above(0);
-  cmd->add_option("--ranks", o->ranks, "ranks (mpirun -np)")->delimiter(',')->check(positive)->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads per rank")->delimiter(',')->check(positive)->capture_default_str();
-  cmd->add_option("--batch", o->batches, "global batch sizes (per rank with --per-rank)")->delimiter(',')->check(positive)->capture_default_str();
+  cmd->add_option("--ranks", o->ranks, "ranks (mpirun -np)")
+      ->delimiter(',')
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads per rank")
+      ->delimiter(',')
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--batch", o->batches, "global batch sizes (per rank with --per-rank)")
+      ->delimiter(',')
+      ->check(positive)
+      ->capture_default_str();
   cmd->add_flag("--per-rank", o->per_rank, "--batch is per rank: global batch = batch x ranks");
   cmd->add_option("--model", o->model, "cnn or lenet")->capture_default_str();
-  cmd->add_option("--epochs", o->epochs, "epochs per cell (the median is reported)")->check(positive)->capture_default_str();
-  cmd->add_option("--train-limit", o->train_limit, "training samples")->check(positive)->capture_default_str();
-  cmd->add_option("--test-limit", o->test_limit, "test samples")->check(positive)->capture_default_str();
-  cmd->add_option("--lr", o->lr, "learning rate (default: the agent's)")->check(dbs::cli::at_least(0));
+  cmd->add_option("--epochs", o->epochs, "epochs per cell (the median is reported)")
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--train-limit", o->train_limit, "training samples")
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--test-limit", o->test_limit, "test samples")
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--lr", o->lr, "learning rate (default: the agent's)")
+      ->check(dbs::cli::at_least(0));
   cmd->add_flag("--lr-per-rank", o->lr_per_rank, "learning rate x ranks");
   cmd->add_option("--agent", o->agent, "dbs-agent (default: the one of this build)");
   cmd->add_option("--mpirun", o->mpirun, "the launcher, split on spaces")->capture_default_str();
   cmd->add_option("--agent-args", o->agent_args, "more dbs-agent options, split on spaces");
-  cmd->add_option("--predict-workers", o->predict_workers, "workers to predict")->delimiter(',')->check(positive)->capture_default_str();
-  cmd->add_option("--latency", o->latency_s, "allreduce latency per message, seconds (fixed in the fit)")->check(dbs::cli::at_least(0))->capture_default_str();
-  cmd->add_option("--work-dir", o->work_dir, "the cells' summaries and logs (default TMPDIR/dbs-sweep)");
+  cmd->add_option("--predict-workers", o->predict_workers, "workers to predict")
+      ->delimiter(',')
+      ->check(positive)
+      ->capture_default_str();
+  cmd->add_option("--latency", o->latency_s,
+                  "allreduce latency per message, seconds (fixed in the fit)")
+      ->check(dbs::cli::at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--work-dir", o->work_dir,
+                  "the cells' summaries and logs (default TMPDIR/dbs-sweep)");
   cmd->add_option("--out", o->out, "write one JSON record per cell here (JSONL)");
   cmd->add_option("--html", o->html, "write the page here");
   cmd->callback([&action, o] {

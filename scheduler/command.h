@@ -13,6 +13,6 @@ void add_serve_command(CLI::App& app, Action& action);    // scheduler/serve/
 void add_job_key_command(CLI::App& app, Action& action);  // scheduler/serve/
 void add_backup_command(CLI::App& app, Action& action);   // scheduler/serve/
 void add_restore_command(CLI::App& app, Action& action);  // scheduler/serve/
-void add_replay_command(CLI::App& app, Action& action);  // scheduler/replay/
+void add_replay_command(CLI::App& app, Action& action);   // scheduler/replay/
 
 }  // namespace dbs::scheduler

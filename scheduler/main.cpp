@@ -8,9 +8,10 @@
 #include "scheduler/command.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"dbs-scheduler: the dbs planning daemon, its state's backup, and the trace replayer.\n"
-               "Examples: dbs-scheduler serve --listen 127.0.0.1:7070 --state-dir /var/lib/dbs-scheduler\n"
-               "          dbs-scheduler replay traces/constant-static.jsonl --compare dbs,static"};
+  CLI::App app{
+      "dbs-scheduler: the dbs planning daemon, its state's backup, and the trace replayer.\n"
+      "Examples: dbs-scheduler serve --listen 127.0.0.1:7070 --state-dir /var/lib/dbs-scheduler\n"
+      "          dbs-scheduler replay traces/constant-static.jsonl --compare dbs,static"};
   dbs::cli::add_version_flag(app, "dbs-scheduler");
   app.require_subcommand(1);
   dbs::scheduler::Action action;

@@ -16,7 +16,9 @@ enum { kSamples = 6000, kGlobalBatch = 128 };
 /* dbs's allgather over MPI. */
 static int mpi_allgather(void* user, const void* in, size_t bytes, void* out) {
   MPI_Comm comm = *(MPI_Comm*)user;
-  return MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm) == MPI_SUCCESS ? 0 : 1;
+  return MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm) == MPI_SUCCESS
+             ? 0
+             : 1;
 }
 
 /* Ends the job on every rank when a dbs call fails on this one (no rank is left waiting). */
@@ -60,11 +62,11 @@ int main(int argc, char** argv) {
       long n = 0, sum = 0;
       check(dbs_step_indices(planner, kSamples, 42, step, indices, kGlobalBatch, &count), rank,
             "indices");
-      n = (long)count;  /* a real loop trains on samples indices[0, count) here */
+      n = (long)count; /* a real loop trains on samples indices[0, count) here */
       MPI_Allreduce(&n, &sum, 1, MPI_LONG, MPI_SUM, comm);
       covered += sum;
-      check(dbs_planner_step(planner, (int)count, (double)count * (1 + 2 * rank) * 1e-3, 0.0),
-            rank, "step");
+      check(dbs_planner_step(planner, (int)count, (double)count * (1 + 2 * rank) * 1e-3, 0.0), rank,
+            "step");
     }
     expected += kSamples;
     check(dbs_planner_end_epoch(planner), rank, "end of epoch");

@@ -5,15 +5,15 @@
 // examples/c/mpi_loop.c does over MPI): three epochs, the rank's samples of every step from the
 // Sampler, each step's time into a Meter, and the plan of the next epoch from the embedded
 // policy. A bad policy is a dbs::ConfigError, caught by its type.
-#include <cstdio>
-#include <memory>
-#include <vector>
-
 #include <dbs/error.h>
 #include <dbs/meter.h>
 #include <dbs/planner.h>
 #include <dbs/steps.h>
 #include <dbs/version.h>
+
+#include <cstdio>
+#include <memory>
+#include <vector>
 
 int main(int argc, char** argv) {
   const std::int64_t samples = 6000;

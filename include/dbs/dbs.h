@@ -8,10 +8,9 @@
 #ifndef DBS_DBS_H
 #define DBS_DBS_H
 
+#include <dbs/version.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <dbs/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,10 +18,10 @@ extern "C" {
 
 typedef enum dbs_status {
   DBS_OK = 0,
-  DBS_ERROR_INPUT = 1,    /* a value from the caller is bad (argument, report, plan, data size) */
-  DBS_ERROR_CONFIG = 2,   /* the settings are invalid, or the ranks disagree on them */
-  DBS_ERROR_COMM = 3,     /* the allgather or the network failed: end the job */
-  DBS_ERROR_INTERNAL = 4  /* a broken invariant inside dbs (a bug), or out of memory */
+  DBS_ERROR_INPUT = 1,   /* a value from the caller is bad (argument, report, plan, data size) */
+  DBS_ERROR_CONFIG = 2,  /* the settings are invalid, or the ranks disagree on them */
+  DBS_ERROR_COMM = 3,    /* the allgather or the network failed: end the job */
+  DBS_ERROR_INTERNAL = 4 /* a broken invariant inside dbs (a bug), or out of memory */
 } dbs_status;
 
 /* The message of the last failed call on this thread ("" when none failed). */
@@ -102,7 +101,7 @@ void dbs_planner_destroy(dbs_planner* planner, int done);
 
 /* The plan in force, read-only; arrays have `world` entries. */
 typedef struct dbs_plan {
-  int64_t epoch;            /* 0-based */
+  int64_t epoch; /* 0-based */
   int global_batch;
   int world;
   const int* batch;         /* b_i */

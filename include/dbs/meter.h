@@ -4,11 +4,11 @@
 // this rank's Report for the planner.
 #pragma once
 
+#include <dbs/plan.h>
+
 #include <cstdint>
 #include <utility>
 #include <vector>
-
-#include <dbs/plan.h>
 
 namespace dbs {
 
@@ -31,7 +31,7 @@ class Meter {
   void reset();
 
  private:
-  std::vector<std::pair<int, double>> work_;  // (samples, work s) per step
+  std::vector<std::pair<int, double>> work_;            // (samples, work s) per step
   std::vector<std::pair<double, std::int64_t>> rates_;  // (samples / compute s, 1) per step
   std::int64_t samples_ = 0;
   double compute_s_ = 0, comm_s_ = 0;

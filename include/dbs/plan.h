@@ -12,17 +12,17 @@
 namespace dbs {
 
 struct Plan {
-  std::int64_t epoch = 0;         // epoch this plan is for (0-based)
-  int global_batch = 0;           // B = sum of batch
-  std::vector<int> batch;         // b_i per rank, sum == global_batch
-  std::vector<int> offset;        // o_i: rank i takes [o_i, o_i + b_i) of each global batch
-  std::vector<double> throughput; // v_i the plan was made from (samples/s; 0 = unknown)
-  double predicted_epoch_s = 0;   // predicted epoch time under this plan (0 = unknown)
-  double exchange_epoch_s = 0;    // the part of it spent exchanging: the gradient allreduces,
-                                  // or the model averages (Settings::average_every); 0 = unknown
-  double ideal_epoch_s = 0;       // N / sum v_i (0 = unknown)
-  bool changed = false;           // differs from the previous epoch's plan
-  std::string reason;             // one line: why this plan
+  std::int64_t epoch = 0;          // epoch this plan is for (0-based)
+  int global_batch = 0;            // B = sum of batch
+  std::vector<int> batch;          // b_i per rank, sum == global_batch
+  std::vector<int> offset;         // o_i: rank i takes [o_i, o_i + b_i) of each global batch
+  std::vector<double> throughput;  // v_i the plan was made from (samples/s; 0 = unknown)
+  double predicted_epoch_s = 0;    // predicted epoch time under this plan (0 = unknown)
+  double exchange_epoch_s = 0;     // the part of it spent exchanging: the gradient allreduces,
+                                   // or the model averages (Settings::average_every); 0 = unknown
+  double ideal_epoch_s = 0;        // N / sum v_i (0 = unknown)
+  bool changed = false;            // differs from the previous epoch's plan
+  std::string reason;              // one line: why this plan
 
   int world() const { return static_cast<int>(batch.size()); }
   bool operator==(const Plan&) const = default;
@@ -34,10 +34,10 @@ struct Plan {
 // update; waiting in the allreduce is not work. On a rank held to a CPU quota below its threads,
 // at least that work's CPU time divided by the quota.
 struct CostPoint {
-  int batch = 0;              // local batch size b of these steps (0 = no point)
-  std::int64_t steps = 0;     // steps measured at b
-  double mean_s = 0;          // mean work time per step, seconds
-  double sd_s = 0;            // standard deviation of the work time per step, seconds
+  int batch = 0;           // local batch size b of these steps (0 = no point)
+  std::int64_t steps = 0;  // steps measured at b
+  double mean_s = 0;       // mean work time per step, seconds
+  double sd_s = 0;         // standard deviation of the work time per step, seconds
   bool operator==(const CostPoint&) const = default;
 };
 
@@ -46,12 +46,12 @@ struct CostPoint {
 struct Report {
   int rank = 0;
   std::int64_t epoch = 0;
-  int batch = 0;                  // b_i it ran with
-  std::int64_t samples = 0;       // samples it computed
-  double compute_s = 0;           // forward + backward (+ injected slowdown), seconds
-  double comm_s = 0;              // allreduce incl. waiting, seconds
-  double step_rate_median = 0;    // median over steps of samples/compute s (0 = unknown)
-  std::int64_t steps = 0;         // steps it ran
+  int batch = 0;                // b_i it ran with
+  std::int64_t samples = 0;     // samples it computed
+  double compute_s = 0;         // forward + backward (+ injected slowdown), seconds
+  double comm_s = 0;            // allreduce incl. waiting, seconds
+  double step_rate_median = 0;  // median over steps of samples/compute s (0 = unknown)
+  std::int64_t steps = 0;       // steps it ran
   // Work time at the two batch sizes it ran most steps with (most first; the plan's b and the
   // short last step, or the sizes before and after a re-plan); batch 0 = none. Fixed size so
   // a Report stays trivially copyable (it is allgathered as bytes).

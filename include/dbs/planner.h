@@ -5,6 +5,8 @@
 // fallback. The caller brings its ranks' allgather; dbs brings the plan.
 #pragma once
 
+#include <dbs/plan.h>
+
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -12,8 +14,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <dbs/plan.h>
 
 namespace dbs {
 
@@ -54,11 +54,11 @@ using Allgather = std::function<void(const void* in, std::size_t bytes, void* ou
 
 // This rank's place in the job.
 struct Group {
-  int rank = 0;            // 0 <= rank < size
-  int size = 1;            // ranks of the job (the world size)
-  Allgather allgather;     // required when size > 1
-  std::string host;        // this rank's host name, for the daemon ("" = this machine's name)
-  std::string waiting;     // how the rank waits in collectives, for the daemon ("" = unsaid)
+  int rank = 0;         // 0 <= rank < size
+  int size = 1;         // ranks of the job (the world size)
+  Allgather allgather;  // required when size > 1
+  std::string host;     // this rank's host name, for the daemon ("" = this machine's name)
+  std::string waiting;  // how the rank waits in collectives, for the daemon ("" = unsaid)
 };
 
 // The way to the daemon (dbs-scheduler serve): where it is, which job the ranks are and how they
@@ -83,7 +83,7 @@ struct Remote {
   std::string tls_ca;            // PEM CA file: TLS to the daemon, its certificate verified
                                  // against this CA and the HOST of address; empty = plain TCP
   Auth auth = Auth::automatic;
-  std::string munge_socket;      // munged's socket; empty = munge's default
+  std::string munge_socket;  // munged's socket; empty = munge's default
 
   bool operator==(const Remote&) const = default;
 };

@@ -5,10 +5,10 @@
 // global step does not depend on the plan, and the ranks' slices of a step never overlap.
 #pragma once
 
+#include <dbs/plan.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <dbs/plan.h>
 
 namespace dbs {
 

@@ -1,19 +1,18 @@
 // The C ABI (<dbs/dbs.h>) over the C++ API: every entry point runs its body in guard(), which
 // turns any exception into a dbs_status and the thread's last-error message (lib/api/c_api.h).
 // The dbs_remote setters are in c_remote.cpp.
+#include "lib/api/c_api.h"
+
 #include <dbs/dbs.h>
-
-#include <algorithm>
-#include <memory>
-#include <optional>
-#include <string>
-
 #include <dbs/error.h>
 #include <dbs/meter.h>
 #include <dbs/planner.h>
 #include <dbs/steps.h>
 
-#include "lib/api/c_api.h"
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 
 struct dbs_settings {
   dbs::Settings settings;
@@ -25,7 +24,7 @@ struct dbs_planner {
   dbs::Meter meter;   // the epoch's steps
   dbs::Meter window;  // the steps since the last re-plan (rebalance_every)
   std::string source = "initial";
-  std::string fallback_why;  // dbs_planner_fallback's *why
+  std::string fallback_why;             // dbs_planner_fallback's *why
   std::optional<dbs::Sampler> sampler;  // of the last (samples, seed) asked for
   std::uint64_t sampler_seed = 0;
 };
@@ -49,7 +48,9 @@ dbs::Sampler& sampler_of(dbs_planner* p, std::int64_t samples, std::uint64_t see
 
 extern "C" {
 
-const char* dbs_last_error(void) { return last_error.c_str(); }
+const char* dbs_last_error(void) {
+  return last_error.c_str();
+}
 
 void dbs_api_version(int* major, int* minor) {
   const dbs::ApiVersion v = dbs::api_version();
@@ -64,7 +65,9 @@ dbs_status dbs_settings_create(dbs_settings** out) {
   });
 }
 
-void dbs_settings_destroy(dbs_settings* settings) { delete settings; }
+void dbs_settings_destroy(dbs_settings* settings) {
+  delete settings;
+}
 
 dbs_status dbs_settings_set_policy(dbs_settings* s, const char* policy) {
   return guard([&] {
@@ -78,7 +81,8 @@ dbs_status dbs_settings_set_global_batch(dbs_settings* s, int global_batch) {
   return guard([&] {
     need(s, "settings");
     if (global_batch < 1)
-      throw dbs::InputError("global batch " + std::to_string(global_batch) + ": must be at least 1");
+      throw dbs::InputError("global batch " + std::to_string(global_batch) +
+                            ": must be at least 1");
     s->settings.global_batch = global_batch;
   });
 }
@@ -212,8 +216,7 @@ dbs_status dbs_planner_fallback(dbs_planner* p, int* cause, const char** why) {
   });
 }
 
-dbs_status dbs_planner_state(const dbs_planner* p, double* state, size_t capacity,
-                             size_t* count) {
+dbs_status dbs_planner_state(const dbs_planner* p, double* state, size_t capacity, size_t* count) {
   return guard([&] {
     need(p, "planner");
     need(count, "count");

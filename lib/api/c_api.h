@@ -4,13 +4,12 @@
 #pragma once
 
 #include <dbs/dbs.h>
+#include <dbs/error.h>
+#include <dbs/planner.h>
 
 #include <exception>
 #include <new>
 #include <string>
-
-#include <dbs/error.h>
-#include <dbs/planner.h>
 
 struct dbs_remote {
   dbs::Remote remote;

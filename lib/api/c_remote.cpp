@@ -11,7 +11,9 @@ namespace {
 using dbs::api::guard;
 using dbs::api::need;
 
-std::string text(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+std::string text(const char* s) {
+  return s == nullptr ? std::string() : std::string(s);
+}
 
 }  // namespace
 
@@ -24,7 +26,9 @@ dbs_status dbs_remote_create(dbs_remote** out) {
   });
 }
 
-void dbs_remote_destroy(dbs_remote* remote) { delete remote; }
+void dbs_remote_destroy(dbs_remote* remote) {
+  delete remote;
+}
 
 dbs_status dbs_remote_set_address(dbs_remote* r, const char* address) {
   return guard([&] {
@@ -82,6 +86,8 @@ dbs_status dbs_remote_set_munge_socket(dbs_remote* r, const char* socket) {
   });
 }
 
-int dbs_has_munge(void) { return dbs::auth::munge_built() ? 1 : 0; }
+int dbs_has_munge(void) {
+  return dbs::auth::munge_built() ? 1 : 0;
+}
 
 }  // extern "C"

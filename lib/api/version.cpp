@@ -2,6 +2,8 @@
 
 namespace dbs {
 
-ApiVersion api_version() { return {DBS_API_VERSION_MAJOR, DBS_API_VERSION_MINOR}; }
+ApiVersion api_version() {
+  return {DBS_API_VERSION_MAJOR, DBS_API_VERSION_MINOR};
+}
 
 }  // namespace dbs

@@ -18,7 +18,8 @@ using Context = std::unique_ptr<std::remove_pointer_t<munge_ctx_t>, decltype(&mu
 Context context(const std::string& socket) {
   Context ctx(munge_ctx_create(), &munge_ctx_destroy);
   if (!ctx) throw MungeError(MungeError::Kind::service, "munge: cannot create a context");
-  if (!socket.empty() && munge_ctx_set(ctx.get(), MUNGE_OPT_SOCKET, socket.c_str()) != EMUNGE_SUCCESS)
+  if (!socket.empty() &&
+      munge_ctx_set(ctx.get(), MUNGE_OPT_SOCKET, socket.c_str()) != EMUNGE_SUCCESS)
     throw MungeError(MungeError::Kind::service, "munge: cannot use socket " + socket);
   return ctx;
 }
@@ -38,11 +39,13 @@ std::string munge_encode(const std::string& socket, const std::string& payload, 
   if (ttl_s > 0 && munge_ctx_set(ctx.get(), MUNGE_OPT_TTL, ttl_s) != EMUNGE_SUCCESS)
     throw MungeError(MungeError::Kind::service, "munge: cannot set a time to live");
   char* cred = nullptr;
-  const munge_err_t e = munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
+  const munge_err_t e =
+      munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
   if (e != EMUNGE_SUCCESS) {
     std::free(cred);
-    throw MungeError(MungeError::Kind::service,
-                     "munge: " + where(socket) + " cannot encode a credential: " + munge_strerror(e));
+    throw MungeError(
+        MungeError::Kind::service,
+        "munge: " + where(socket) + " cannot encode a credential: " + munge_strerror(e));
   }
   std::string out(cred);
   std::free(cred);
@@ -78,7 +81,8 @@ MungeIdentity munge_decode(const std::string& socket, const std::string& credent
   MungeIdentity id;
   id.uid = static_cast<std::uint32_t>(uid);
   id.gid = static_cast<std::uint32_t>(gid);
-  if (data != nullptr && len > 0) id.payload.assign(static_cast<const char*>(data), static_cast<std::size_t>(len));
+  if (data != nullptr && len > 0)
+    id.payload.assign(static_cast<const char*>(data), static_cast<std::size_t>(len));
   return id;
 }
 
@@ -86,8 +90,9 @@ MungeIdentity munge_decode(const std::string& socket, const std::string& credent
 
 namespace {
 [[noreturn]] void not_built() {
-  throw ConfigError("munge is not built into this dbs (install libmunge-dev and configure with "
-                    "-Dmunge=enabled)");
+  throw ConfigError(
+      "munge is not built into this dbs (install libmunge-dev and configure with "
+      "-Dmunge=enabled)");
 }
 }  // namespace
 

@@ -1,7 +1,7 @@
 // Inline-SVG charts for the daemon's status page and the replay report: lines, step lines and
 // shaded bands on linear (or log10 x) axes with round ticks and axis titles; and scatter plots
-// for the filter report. The output is well-formed XML (the status page is served as XHTML) and self-contained:
-// no scripts, nothing fetched.
+// for the filter report. The output is well-formed XML (the status page is served as XHTML) and
+// self-contained: no scripts, nothing fetched.
 #pragma once
 
 #include <cstddef>
@@ -43,21 +43,21 @@ std::string render(const Chart& chart);
 // Scatter plots for many points (tens of thousands): each series is one <path> of zero-length
 // round-capped strokes ("M x y h0" per point), so a point costs about 12 bytes.
 struct ScatterSeries {
-  std::string label;      // in the legend; empty = not listed
-  std::string color;      // CSS colour
+  std::string label;  // in the legend; empty = not listed
+  std::string color;  // CSS colour
   std::vector<double> x, y;
-  double size = 2.5;      // dot diameter, px
+  double size = 2.5;  // dot diameter, px
   double opacity = 0.8;
-  bool cross = false;     // draw "x" marks instead of dots (for points to stand out)
+  bool cross = false;  // draw "x" marks instead of dots (for points to stand out)
 };
 
 struct Scatter {
   std::string title;
   std::string x_label, y_label;
   std::vector<ScatterSeries> series;  // drawn in order: later series on top
-  double width = 420;   // px, the plot with its axes; the legend adds rows below
+  double width = 420;                 // px, the plot with its axes; the legend adds rows below
   double height = 420;
-  bool axes = true;     // ticks and axis titles (t-SNE axes have no units: may be turned off)
+  bool axes = true;  // ticks and axis titles (t-SNE axes have no units: may be turned off)
 };
 
 // The scatter as one <svg> element with a <title>. Both axes span all series' points.

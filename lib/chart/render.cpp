@@ -61,8 +61,8 @@ std::string draw(const Series& s, double width, const Scale& sx, const Scale& sy
                   "\" fill=\"none\" stroke=\"" + escape(s.color) + "\" stroke-width=\"" +
                   format("%.2f", width) + "\"" + dash(s) + "/>\n";
   for (std::size_t k = 0; s.markers && k < s.y.size() && k < s.x.size(); ++k)
-    o += "<circle cx=\"" + num(sx(s.x[k])) + "\" cy=\"" + num(sy(s.y[k])) +
-         "\" r=\"2.2\" fill=\"" + escape(s.color) + "\"/>";
+    o += "<circle cx=\"" + num(sx(s.x[k])) + "\" cy=\"" + num(sy(s.y[k])) + "\" r=\"2.2\" fill=\"" +
+         escape(s.color) + "\"/>";
   return o;
 }
 
@@ -89,9 +89,13 @@ std::string legend(const Chart& c, double& height) {
 
 }  // namespace
 
-std::string num(double x) { return format("%.1f", x); }
+std::string num(double x) {
+  return format("%.1f", x);
+}
 
-std::string tick(double x) { return format("%.6g", std::fabs(x) < 1e-12 ? 0.0 : x); }
+std::string tick(double x) {
+  return format("%.6g", std::fabs(x) < 1e-12 ? 0.0 : x);
+}
 
 std::string text(double x, double y, const std::string& attrs, std::string_view content) {
   return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + attrs +
@@ -103,11 +107,21 @@ std::string escape(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         out += static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' ? '?' : c;
     }

@@ -28,7 +28,8 @@ struct Range {
 std::string render(const Scatter& s) {
   Range rx, ry;
   for (const auto& se : s.series)
-    for (std::size_t k = 0; k < se.x.size() && k < se.y.size(); ++k) rx.add(se.x[k]), ry.add(se.y[k]);
+    for (std::size_t k = 0; k < se.x.size() && k < se.y.size(); ++k)
+      rx.add(se.x[k]), ry.add(se.y[k]);
   rx.settle();
   ry.settle();
   const double sx_step = nice_step(rx.hi - rx.lo, 5), sy_step = nice_step(ry.hi - ry.lo, 5);
@@ -40,15 +41,17 @@ std::string render(const Scatter& s) {
   auto py = [&](double v) { return kTop + ph - (v - y0) / (y1 - y0) * ph; };
 
   std::string body;
-  body += "<text x=\"" + num(left) + "\" y=\"18\" font-weight=\"bold\">" + escape(s.title) + "</text>\n";
-  body += "<rect x=\"" + num(left) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" +
-          num(ph) + "\" fill=\"none\" stroke=\"#999\"/>\n";
+  body += "<text x=\"" + num(left) + "\" y=\"18\" font-weight=\"bold\">" + escape(s.title) +
+          "</text>\n";
+  body += "<rect x=\"" + num(left) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) +
+          "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"#999\"/>\n";
   if (s.axes) {
-    for (const double v : xt) body += text(px(v), kTop + ph + 16, "text-anchor=\"middle\"", tick(v));
+    for (const double v : xt)
+      body += text(px(v), kTop + ph + 16, "text-anchor=\"middle\"", tick(v));
     for (const double v : yt) body += text(left - 6, py(v) + 4, "text-anchor=\"end\"", tick(v));
     body += '\n' + text(left + pw / 2, kTop + ph + 34, "text-anchor=\"middle\"", s.x_label) + "\n";
-    body += "<text transform=\"translate(14," + num(kTop + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
-            escape(s.y_label) + "</text>\n";
+    body += "<text transform=\"translate(14," + num(kTop + ph / 2) +
+            ") rotate(-90)\" text-anchor=\"middle\">" + escape(s.y_label) + "</text>\n";
   }
   for (const auto& se : s.series) {
     std::string d;
@@ -64,8 +67,8 @@ std::string render(const Scatter& s) {
       else
         d += format("M%.1f %.1fh0", cx, cy);
     }
-    body += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + escape(se.color) + "\" stroke-opacity=\"" +
-            format("%.2f", se.opacity) + "\" stroke-width=\"" +
+    body += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + escape(se.color) +
+            "\" stroke-opacity=\"" + format("%.2f", se.opacity) + "\" stroke-width=\"" +
             format("%.2f", se.cross ? 1.2 : se.size) + "\" stroke-linecap=\"round\"/>\n";
   }
   double lx = left, ly = s.height + 12, height = s.height;
@@ -80,8 +83,8 @@ std::string render(const Scatter& s) {
   }
   return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(s.width) + "\" height=\"" +
          num(height) + "\" viewBox=\"0 0 " + num(s.width) + " " + num(height) +
-         "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" + escape(s.title) + "</title>\n" +
-         body + "</svg>\n";
+         "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" + escape(s.title) +
+         "</title>\n" + body + "</svg>\n";
 }
 
 }  // namespace dbs::chart

@@ -119,9 +119,9 @@ class MpiCommunicator final : public Communicator {
     const std::vector<int> n = int_counts(counts), at = displacements(n);
     std::vector<float>& mine = scratch_;
     mine.resize(counts[static_cast<std::size_t>(rank_)]);
-    check_mpi(MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
-                                 MPI_COMM_WORLD),
-              "MPI_Reduce_scatter");
+    check_mpi(
+        MPI_Reduce_scatter(data.data(), mine.data(), n.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Reduce_scatter");
     std::copy(mine.begin(), mine.end(), data.begin() + at[static_cast<std::size_t>(rank_)]);
   }
 
@@ -151,9 +151,9 @@ class MpiCommunicator final : public Communicator {
   void progress() override {
     if (pending_.empty()) return;
     int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
+    check_mpi(
+        MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE),
+        "MPI_Testall");
   }
 
   // With a rank asleep, the allreduces started are waited for as every collective is: a
@@ -189,7 +189,8 @@ class MpiCommunicator final : public Communicator {
     for (std::size_t done = 0; done < bytes;) {
       const std::size_t n = std::min(bytes - done, max_count);
       collective(
-          "MPI_Bcast", [&] { return MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD); },
+          "MPI_Bcast",
+          [&] { return MPI_Bcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD); },
           [&](MPI_Request* r) {
             return MPI_Ibcast(p + done, as_int(n), MPI_BYTE, root, MPI_COMM_WORLD, r);
           });
@@ -272,7 +273,10 @@ class MpiCommunicator final : public Communicator {
       const std::size_t n = std::min(count - done, max_count);
       collective(
           "MPI_Allreduce",
-          [&] { return MPI_Allreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM, MPI_COMM_WORLD); },
+          [&] {
+            return MPI_Allreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM,
+                                 MPI_COMM_WORLD);
+          },
           [&](MPI_Request* r) {
             return MPI_Iallreduce(MPI_IN_PLACE, data + done, as_int(n), type, MPI_SUM,
                                   MPI_COMM_WORLD, r);
@@ -288,7 +292,7 @@ class MpiCommunicator final : public Communicator {
   bool arrive_first_ = false;  // some rank sleeps: barrier before every collective
   int rank_ = 0;
   int size_ = 1;
-  std::vector<float> scratch_;  // this rank's reduce-scatter result
+  std::vector<float> scratch_;        // this rank's reduce-scatter result
   std::vector<MPI_Request> pending_;  // started allreduces (MPI_REQUEST_NULL once done)
 };
 

@@ -40,7 +40,8 @@ struct Segments {
   // p contiguous, near-equal parts (the first count % p one longer).
   static Segments equal(std::size_t count, std::size_t p) {
     Segments s;
-    for (std::size_t i = 0; i <= p; ++i) s.offset.push_back(i * (count / p) + std::min(i, count % p));
+    for (std::size_t i = 0; i <= p; ++i)
+      s.offset.push_back(i * (count / p) + std::min(i, count % p));
     return s;
   }
   static Segments of(std::span<const std::size_t> counts) {
@@ -80,16 +81,22 @@ class Ring {
  public:
   // shift: rank r owns (ends the reduce-scatter with the sum of) segment r + shift.
   Ring(MPI_Comm comm, float* data, Segments segments, int shift, std::size_t chunk, Wait wait)
-      : comm_(comm), data_(data), chunk_(chunk), shift_(shift), seg_(std::move(segments)),
+      : comm_(comm),
+        data_(data),
+        chunk_(chunk),
+        shift_(shift),
+        seg_(std::move(segments)),
         wait_(wait) {}
 
   void reduce_scatter() {
     static thread_local std::vector<float> scratch;
     std::size_t longest = 0;
-    for (std::size_t i = 0; i + 1 < seg_.offset.size(); ++i) longest = std::max(longest, seg_.length(i));
+    for (std::size_t i = 0; i + 1 < seg_.offset.size(); ++i)
+      longest = std::max(longest, seg_.length(i));
     scratch.resize(longest);
     const int own = rank_ + shift_;
-    for (int s = 0; s < size_ - 1; ++s) step(index(own - 1 - s), index(own - 2 - s), scratch.data());
+    for (int s = 0; s < size_ - 1; ++s)
+      step(index(own - 1 - s), index(own - 2 - s), scratch.data());
   }
 
   void allgather() {
@@ -167,8 +174,8 @@ std::size_t chunk_elements(std::size_t max_chunk_bytes) {
   return std::clamp<std::size_t>(max_chunk_bytes / sizeof(float), 1, INT_MAX);
 }
 
-void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count,
-                        std::size_t max_chunk_bytes, Wait wait) {
+void ring_allreduce_sum(MPI_Comm comm, float* data, std::size_t count, std::size_t max_chunk_bytes,
+                        Wait wait) {
   const auto p = static_cast<std::size_t>(Ring::size_of(comm));
   if (p == 1 || count == 0) return;
   Ring ring(comm, data, Segments::equal(count, p), 1, chunk_elements(max_chunk_bytes), wait);

@@ -20,9 +20,12 @@ Wait parse_wait(const std::string& name) {
 
 const char* to_string(Wait wait) {
   switch (wait) {
-    case Wait::spin: return "spin";
-    case Wait::sleep: return "sleep";
-    case Wait::automatic: return "auto";
+    case Wait::spin:
+      return "spin";
+    case Wait::sleep:
+      return "sleep";
+    case Wait::automatic:
+      return "auto";
   }
   return "?";
 }

@@ -16,8 +16,8 @@ void write_file_atomic(const std::string& path, std::string_view bytes, unsigned
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   const std::string tmp = path + ".tmp." + host + "." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        static_cast<mode_t>(mode));
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) throw InputError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
   auto fail = [&](const char* what) {
     const int e = errno;

@@ -10,7 +10,7 @@ namespace dbs::cli {
 
 std::string version_line(std::string_view binary) {
   return std::string(binary) + " " DBS_VERSION " (git " DBS_GIT_DESCRIBE "; " DBS_BUILDTYPE
-         " build, SIMD " DBS_SIMD ")";
+                               " build, SIMD " DBS_SIMD ")";
 }
 
 BuildInfo build_info() {
@@ -18,8 +18,9 @@ BuildInfo build_info() {
 }
 
 void add_version_flag(CLI::App& app, std::string_view binary) {
-  app.set_version_flag("--version", [b = std::string(binary)] { return version_line(b); },
-                       "print the version, git revision and build options, then exit");
+  app.set_version_flag(
+      "--version", [b = std::string(binary)] { return version_line(b); },
+      "print the version, git revision and build options, then exit");
 }
 
 std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view binary) {

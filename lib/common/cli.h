@@ -4,7 +4,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 #include <optional>
@@ -40,7 +39,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, std::string_view 
 // Range checks for numeric options with short messages ("--epochs: must be >= 1, got 0"), in
 // place of CLI11's PositiveNumber & co., which print the type's whole range.
 CLI::Validator at_least(double lo);
-CLI::Validator above(double lo);            // > lo
+CLI::Validator above(double lo);               // > lo
 CLI::Validator between(double lo, double hi);  // lo <= x <= hi
 
 // What a subcommand runs once the command line has chosen it; returns the exit status.

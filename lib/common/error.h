@@ -2,11 +2,11 @@
 // <dbs/error.h>; here, for dbs itself, the check macros for broken invariants.
 #pragma once
 
+#include <dbs/error.h>
+
 #include <sstream>
 #include <stdexcept>
 #include <string>
-
-#include <dbs/error.h>
 
 namespace dbs {
 
@@ -25,17 +25,17 @@ template <typename A, typename B>
 }  // namespace dbs
 
 // DBS_CHECK(cond): invariant; throws CheckError naming file, line and the expression.
-#define DBS_CHECK(cond)                                            \
-  do {                                                             \
+#define DBS_CHECK(cond)                                                  \
+  do {                                                                   \
     if (!(cond)) ::dbs::detail::check_failed(__FILE__, __LINE__, #cond); \
   } while (0)
 
 // DBS_CHECK_OP(a, op, b): as DBS_CHECK, and also prints both values.
-#define DBS_CHECK_OP(a, op, b)                                                        \
-  do {                                                                                \
-    const auto& dbs_a_ = (a);                                                         \
-    const auto& dbs_b_ = (b);                                                         \
-    if (!(dbs_a_ op dbs_b_))                                                          \
+#define DBS_CHECK_OP(a, op, b)                                                               \
+  do {                                                                                       \
+    const auto& dbs_a_ = (a);                                                                \
+    const auto& dbs_b_ = (b);                                                                \
+    if (!(dbs_a_ op dbs_b_))                                                                 \
       ::dbs::detail::check_op_failed(__FILE__, __LINE__, #a " " #op " " #b, dbs_a_, dbs_b_); \
   } while (0)
 #define DBS_CHECK_EQ(a, b) DBS_CHECK_OP(a, ==, b)

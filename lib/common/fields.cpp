@@ -74,7 +74,8 @@ const json& Fields::need(const char* key) const {
 std::int64_t Fields::as_integer(const std::string& name, const json& v, std::int64_t lo,
                                 std::int64_t hi) const {
   if (!v.is_number_integer()) fail(name + " must be an integer, got " + describe(v));
-  const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax);
+  const bool too_big =
+      v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax);
   const std::int64_t x = too_big ? kMax : v.get<std::int64_t>();
   if (too_big || x < lo || x > hi)
     fail(name + " must be an integer " + range(lo, hi) + ", got " + describe(v));
@@ -136,8 +137,8 @@ std::vector<int> Fields::ints(const char* key, int lo, int hi) const {
   std::vector<int> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i)
-    out.push_back(static_cast<int>(
-        as_integer(field(key) + " item " + std::to_string(i), v[i], lo, hi)));
+    out.push_back(
+        static_cast<int>(as_integer(field(key) + " item " + std::to_string(i), v[i], lo, hi)));
   return out;
 }
 

@@ -28,6 +28,8 @@ std::string format(const char* fmt, ...) {
   return out;
 }
 
-std::string format_seconds(double seconds) { return format("%g s", seconds); }
+std::string format_seconds(double seconds) {
+  return format("%g s", seconds);
+}
 
 }  // namespace dbs

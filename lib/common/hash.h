@@ -18,7 +18,9 @@ constexpr std::uint64_t mix64(std::uint64_t z) {
 }
 
 // One splitmix64 step from state z: mix64(z + gamma).
-constexpr std::uint64_t splitmix64(std::uint64_t z) { return mix64(z + kSplitmixGamma); }
+constexpr std::uint64_t splitmix64(std::uint64_t z) {
+  return mix64(z + kSplitmixGamma);
+}
 
 inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;  // FNV-1a 64-bit basis
 

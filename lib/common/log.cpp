@@ -16,10 +16,14 @@ std::atomic<int> g_level{static_cast<int>(Level::info)};
 
 const char* name(Level l) {
   switch (l) {
-    case Level::debug: return "debug";
-    case Level::info: return "info";
-    case Level::warn: return "warning";
-    case Level::error: return "error";
+    case Level::debug:
+      return "debug";
+    case Level::info:
+      return "info";
+    case Level::warn:
+      return "warning";
+    case Level::error:
+      return "error";
   }
   return "?";
 }
@@ -30,7 +34,9 @@ void set_tag(std::string tag) {
   g_tag = std::move(tag);
 }
 
-void set_level(Level level) { g_level = static_cast<int>(level); }
+void set_level(Level level) {
+  g_level = static_cast<int>(level);
+}
 
 Level parse_level(std::string_view word) {
   for (const Level l : {Level::debug, Level::info, Level::warn, Level::error})

@@ -40,8 +40,8 @@ Dataset Dataset::head(std::size_t limit) const {
   return out;
 }
 
-Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                      int classes, std::size_t limit) {
+Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path, int classes,
+                      std::size_t limit) {
   DBS_CHECK_LT(0, classes);
   const IdxArray images = read_idx(images_path, 3, limit);
   const IdxArray labels = read_idx(labels_path, 1, limit);

@@ -14,8 +14,8 @@ struct Dataset {
   int rows = 0;
   int cols = 0;
   int classes = 10;
-  std::vector<float> images;          // n * rows * cols, image i at i * rows * cols
-  std::vector<std::int32_t> labels;   // n
+  std::vector<float> images;         // n * rows * cols, image i at i * rows * cols
+  std::vector<std::int32_t> labels;  // n
 
   std::size_t pixels() const { return static_cast<std::size_t>(rows) * cols; }
   const float* image(std::size_t i) const { return images.data() + i * pixels(); }

@@ -23,7 +23,7 @@ namespace {
 constexpr std::uint8_t kTypeUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;
 constexpr std::size_t kMagicBytes = 4;
-constexpr std::size_t kDimBytes = 4;  // each dimension is a big-endian uint32
+constexpr std::size_t kDimBytes = 4;                       // each dimension is a big-endian uint32
 constexpr std::size_t kChunkBytes = std::size_t{1} << 24;  // one gzread call; fits in an int
 
 struct GzCloser {

@@ -1,15 +1,16 @@
 // Fisher-Yates over a splitmix64 stream.
 //   key     - 64-bit stream identity, a hash of (seed, epoch);
-//   counter - index of the next draw; draw k is mix(key + k * kSplitmixGamma), so any draw is a pure
+//   counter - index of the next draw; draw k is mix(key + k * kSplitmixGamma), so any draw is a
+//   pure
 //             function of (seed, epoch, k) and no state crosses epochs.
 // Bounded draws use rejection: a 64-bit word x is accepted when x >= 2^64 mod bound, which
 // leaves a multiple of bound equally likely values, so x % bound is exactly uniform.
 #include "lib/data/sampler.h"
 
-#include "lib/common/hash.h"
-
 #include <numeric>
 #include <utility>
+
+#include "lib/common/hash.h"
 
 namespace dbs::data {
 namespace {

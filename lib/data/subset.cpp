@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 #include <fstream>
-#include <sstream>
-
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
@@ -42,9 +41,12 @@ std::string subset_hash(const Subset& s) {
 }
 
 void write_subset(const Subset& s, const std::string& path) {
-  const nlohmann::json j = {{"format", "dbs-subset"},          {"version", kSubsetVersion},
-                            {"method", s.method},              {"dataset_samples", s.dataset_samples},
-                            {"dataset_hash", hex16(s.dataset_hash)}, {"count", s.indices.size()},
+  const nlohmann::json j = {{"format", "dbs-subset"},
+                            {"version", kSubsetVersion},
+                            {"method", s.method},
+                            {"dataset_samples", s.dataset_samples},
+                            {"dataset_hash", hex16(s.dataset_hash)},
+                            {"count", s.indices.size()},
                             {"indices", s.indices}};
   write_file_atomic(path, j.dump() + "\n");
 }
@@ -91,12 +93,14 @@ Subset read_subset(const std::string& path) {
 
 void check_subset_matches(const Subset& s, const Dataset& d, const std::string& path) {
   if (s.dataset_samples != d.n)
-    mismatch(path, "dataset_samples", "is " + std::to_string(s.dataset_samples) + " but the training set has " +
-                                     std::to_string(d.n) + " samples (check --train-limit)");
+    mismatch(path, "dataset_samples",
+             "is " + std::to_string(s.dataset_samples) + " but the training set has " +
+                 std::to_string(d.n) + " samples (check --train-limit)");
   const std::uint64_t h = dataset_hash(d);
   if (s.dataset_hash != h)
-    mismatch(path, "dataset_hash", "is " + hex16(s.dataset_hash) + " but the training set hashes to " +
-                                  hex16(h) + ": the subset was made for other data");
+    mismatch(path, "dataset_hash",
+             "is " + hex16(s.dataset_hash) + " but the training set hashes to " + hex16(h) +
+                 ": the subset was made for other data");
 }
 
 Dataset select(const Dataset& d, const std::vector<std::int64_t>& indices) {
@@ -110,7 +114,8 @@ Dataset select(const Dataset& d, const std::vector<std::int64_t>& indices) {
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const auto i = static_cast<std::size_t>(indices[k]);
     if (i >= d.n) throw InputError("subset index " + std::to_string(i) + " out of range");
-    std::copy(d.image(i), d.image(i) + d.pixels(), out.images.begin() + static_cast<std::ptrdiff_t>(k * d.pixels()));
+    std::copy(d.image(i), d.image(i) + d.pixels(),
+              out.images.begin() + static_cast<std::ptrdiff_t>(k * d.pixels()));
     out.labels[k] = d.labels[i];
   }
   return out;

@@ -62,8 +62,8 @@ StepCost::StepCost(const replay::Spec& spec, int rank)
 }
 
 const policy::Cost& StepCost::cost(std::int64_t epoch) const {
-  const auto e = static_cast<std::size_t>(std::clamp<std::int64_t>(
-      epoch, 0, static_cast<std::int64_t>(by_epoch_.size()) - 1));
+  const auto e = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(epoch, 0, static_cast<std::int64_t>(by_epoch_.size()) - 1));
   return by_epoch_[e];
 }
 
@@ -71,9 +71,9 @@ double StepCost::seconds(std::int64_t epoch, int count, std::int64_t key) const 
   const double mean = cost(epoch).at(count);
   if (step_noise_ == 0) return mean;
   std::uint64_t k = splitmix64(seed_ ^ 0x656d756c61746521ULL);
-  for (const std::uint64_t part : {static_cast<std::uint64_t>(rank_),
-                                   static_cast<std::uint64_t>(epoch),
-                                   static_cast<std::uint64_t>(key)})
+  for (const std::uint64_t part :
+       {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(epoch),
+        static_cast<std::uint64_t>(key)})
     k = splitmix64(k ^ part);
   const double s = step_noise_;
   return mean * std::exp(s * normal_of(k) - 0.5 * s * s);
@@ -172,6 +172,8 @@ Workload make_workload(const replay::Spec& spec, int rank, std::uint64_t seed) {
   return w;
 }
 
-Pace pace_of(const Pacer& pacer) { return pacer.pace(); }
+Pace pace_of(const Pacer& pacer) {
+  return pacer.pace();
+}
 
 }  // namespace dbs::emulate

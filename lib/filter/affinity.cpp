@@ -1,9 +1,10 @@
 #include "lib/filter/affinity.h"
 
-#include <algorithm>
-#include <cmath>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "lib/common/error.h"
 
@@ -107,7 +108,8 @@ std::size_t neighbours_for(std::size_t n, double perplexity) {
 }
 
 SparseP affinities(const float* x, std::size_t n, std::size_t d, double perplexity) {
-  return joint_probabilities(nearest_neighbours(x, n, d, neighbours_for(n, perplexity)), perplexity);
+  return joint_probabilities(nearest_neighbours(x, n, d, neighbours_for(n, perplexity)),
+                             perplexity);
 }
 
 }  // namespace dbs::filter

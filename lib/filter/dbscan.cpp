@@ -1,12 +1,13 @@
 #include "lib/filter/dbscan.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <queue>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "lib/common/error.h"
 #include "lib/filter/grid.h"
@@ -102,7 +103,8 @@ DbscanResult dbscan_reference(const double* xy, std::size_t n, double eps, int m
   DbscanResult r;
   r.label.assign(n, kNoise);
   r.core.assign(n, false);
-  for (std::size_t i = 0; i < n; ++i) r.core[i] = nb[i].size() >= static_cast<std::size_t>(min_samples);
+  for (std::size_t i = 0; i < n; ++i)
+    r.core[i] = nb[i].size() >= static_cast<std::size_t>(min_samples);
   for (std::size_t i = 0; i < n; ++i) {
     if (!r.core[i] || r.label[i] != kNoise) continue;
     const std::int32_t id = r.clusters++;

@@ -1,10 +1,11 @@
 // Exact k-nearest neighbours by blocked brute force (see affinity.h). Work: n²·d multiply-adds
 // in float GEMM plus one comparison per pair against the row's current k-th best.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <queue>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "lib/common/error.h"
 #include "lib/filter/affinity.h"
@@ -64,7 +65,7 @@ Neighbours nearest_neighbours(const float* x, std::size_t n, std::size_t d, std:
           double s = 0;
           for (std::size_t t = 0; t < d; ++t) {
             const double diff = static_cast<double>(x[i * d + t]) -
-                               static_cast<double>(x[static_cast<std::size_t>(j) * d + t]);
+                                static_cast<double>(x[static_cast<std::size_t>(j) * d + t]);
             s += diff * diff;
           }
           row.emplace_back(s, j);

@@ -14,7 +14,8 @@ std::vector<float> pca(const float* x, std::size_t n, std::size_t d, std::size_t
   const Eigen::Map<const Rows> X(x, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
   const Eigen::RowVectorXd mean = X.cast<double>().colwise().mean();
   // Covariance (d, d) in double from the float data in blocks, so no (n, d) double copy.
-  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+  Eigen::MatrixXd cov =
+      Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
   constexpr Eigen::Index kBlock = 4096;
   for (Eigen::Index b = 0; b < X.rows(); b += kBlock) {
     const Eigen::Index m = std::min(kBlock, X.rows() - b);
@@ -37,7 +38,8 @@ std::vector<float> pca(const float* x, std::size_t n, std::size_t d, std::size_t
   Eigen::Map<Rows> Y(out.data(), static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
   for (Eigen::Index b = 0; b < X.rows(); b += kBlock) {
     const Eigen::Index m = std::min(kBlock, X.rows() - b);
-    Y.middleRows(b, m) = ((X.middleRows(b, m).cast<double>().rowwise() - mean) * axes).cast<float>();
+    Y.middleRows(b, m) =
+        ((X.middleRows(b, m).cast<double>().rowwise() - mean) * axes).cast<float>();
   }
   return out;
 }

@@ -26,7 +26,8 @@ FilterResult filter_noise(const float* features, std::size_t n, std::size_t d,
   for (std::size_t i = 0; i < n; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       throw ConfigError("filter: sample " + std::to_string(i) + " has label " +
-                        std::to_string(labels[i]) + ", outside [0, " + std::to_string(classes) + ")");
+                        std::to_string(labels[i]) + ", outside [0, " + std::to_string(classes) +
+                        ")");
   FilterResult r;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> reduced;
@@ -85,7 +86,8 @@ std::vector<std::int64_t> random_control(const std::int32_t* labels, std::size_t
     const std::size_t m = removed_per_class[c];
     if (m > members.size())
       throw ConfigError("random control: class " + std::to_string(c) + " has " +
-                        std::to_string(members.size()) + " samples, cannot remove " + std::to_string(m));
+                        std::to_string(members.size()) + " samples, cannot remove " +
+                        std::to_string(m));
     // The first m places of a Fisher-Yates shuffle driven by (seed, class, place).
     for (std::size_t k = 0; k < m; ++k) {
       const std::uint64_t r = mix64(splitmix64(seed ^ mix64(c + 1)) + k * kSplitmixGamma);

@@ -14,25 +14,25 @@ namespace dbs::filter {
 struct FilterOptions {
   std::size_t pca_dims = 50;  // 0 = no PCA
   TsneOptions tsne;
-  double eps = 0;             // DBSCAN radius in embedding units; 0 = each class's k-distance knee
-  int min_samples = 10;       // DBSCAN core threshold, the point itself counted
+  double eps = 0;        // DBSCAN radius in embedding units; 0 = each class's k-distance knee
+  int min_samples = 10;  // DBSCAN core threshold, the point itself counted
 };
 
 struct ClassStats {
   std::int32_t label = 0;
   std::size_t samples = 0;
-  double eps = 0;             // used for this class
+  double eps = 0;  // used for this class
   std::int32_t clusters = 0;
   std::size_t removed = 0;
 };
 
 struct FilterResult {
-  std::vector<double> embedding;      // (n, 2)
-  std::vector<bool> removed;          // per sample
-  std::vector<ClassStats> classes;    // per class label 0 .. classes-1
-  std::vector<std::int64_t> kept;     // ascending indices of the samples not removed
-  TsneResult tsne;                    // timings and KL (its y moved into embedding)
-  double pca_s = 0, dbscan_s = 0;     // seconds
+  std::vector<double> embedding;    // (n, 2)
+  std::vector<bool> removed;        // per sample
+  std::vector<ClassStats> classes;  // per class label 0 .. classes-1
+  std::vector<std::int64_t> kept;   // ascending indices of the samples not removed
+  TsneResult tsne;                  // timings and KL (its y moved into embedding)
+  double pca_s = 0, dbscan_s = 0;   // seconds
 };
 
 // features is (n, d) row-major, labels in [0, classes). Throws ConfigError on bad options or

@@ -27,10 +27,10 @@ class QuadTree {
  private:
   // 36 bytes, so that more of the tree stays in cache; the points themselves stay double.
   struct Cell {
-    float cx, cy, h;      // square: centre and half-width
-    float mx, my;         // centre of mass
-    std::int32_t count;   // points inside
-    std::int32_t child;   // first of 4 consecutive children; -1 in a leaf
+    float cx, cy, h;          // square: centre and half-width
+    float mx, my;             // centre of mass
+    std::int32_t count;       // points inside
+    std::int32_t child;       // first of 4 consecutive children; -1 in a leaf
     std::int32_t begin, end;  // the cell's points: order_[begin, end)
   };
   void build(std::int32_t cell, int depth);

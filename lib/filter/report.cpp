@@ -23,8 +23,13 @@ chart::Scatter class_scatter(const FilterResult& r, const std::int32_t* labels, 
     s.title = "all classes";
     s.width = s.height = 720;
     for (const auto& cs : r.classes) {
-      chart::ScatterSeries k{name_of(info, cs.label), chart::color(static_cast<std::size_t>(cs.label)),
-                             {}, {}, 2.0, 0.6, false};
+      chart::ScatterSeries k{name_of(info, cs.label),
+                             chart::color(static_cast<std::size_t>(cs.label)),
+                             {},
+                             {},
+                             2.0,
+                             0.6,
+                             false};
       for (std::size_t i = 0; i < n; ++i)
         if (labels[i] == cs.label && !r.removed[i]) {
           k.x.push_back(r.embedding[2 * i]);
@@ -38,7 +43,8 @@ chart::Scatter class_scatter(const FilterResult& r, const std::int32_t* labels, 
               std::to_string(cs.samples) + " removed";
     s.width = s.height = 340;
     removed.color = "#d62728";
-    chart::ScatterSeries k{"kept", chart::color(static_cast<std::size_t>(c)), {}, {}, 2.0, 0.6, false};
+    chart::ScatterSeries k{"kept", chart::color(static_cast<std::size_t>(c)), {}, {}, 2.0, 0.6,
+                           false};
     for (std::size_t i = 0; i < n; ++i)
       if (labels[i] == c && !r.removed[i]) {
         k.x.push_back(r.embedding[2 * i]);
@@ -77,7 +83,8 @@ std::string html_report(const FilterResult& r, const std::int32_t* labels, const
   }
   o += "<tr><th>all</th><th>" + std::to_string(total) + "</th><th></th><th></th><th>" +
        std::to_string(removed) + "</th><th>" +
-       format("%.2f", total ? 100.0 * double(removed) / double(total) : 0.0) + "</th></tr>\n</table>\n";
+       format("%.2f", total ? 100.0 * double(removed) / double(total) : 0.0) +
+       "</th></tr>\n</table>\n";
   o += "<p>t-SNE: KL divergence " + format("%.4f", r.tsne.kl) + "; seconds: PCA " +
        format("%.2f", r.pca_s) + ", neighbours " + format("%.2f", r.tsne.neighbours_s) +
        ", affinities " + format("%.2f", r.tsne.affinity_s) + ", optimisation " +

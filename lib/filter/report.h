@@ -14,7 +14,7 @@ namespace dbs::filter {
 
 struct ReportInfo {
   std::string title = "dbs filter";
-  std::vector<std::string> class_names;               // by label; missing ones print the number
+  std::vector<std::string> class_names;  // by label; missing ones print the number
   std::vector<std::pair<std::string, std::string>> settings;  // shown as a table, in order
 };
 

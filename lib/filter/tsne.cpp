@@ -1,11 +1,12 @@
 #include "lib/filter/tsne.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <tbb/blocked_range.h>
 #include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #include "lib/common/error.h"
 #include "lib/common/hash.h"

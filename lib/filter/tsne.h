@@ -13,15 +13,15 @@
 namespace dbs::filter {
 
 struct TsneOptions {
-  double perplexity = 30;           // effective neighbours per point
-  double theta = 0.5;               // Barnes-Hut accuracy: 0 = exact repulsion
-  int iterations = 750;             // gradient steps in total (openTSNE: 250 + 500)
+  double perplexity = 30;             // effective neighbours per point
+  double theta = 0.5;                 // Barnes-Hut accuracy: 0 = exact repulsion
+  int iterations = 750;               // gradient steps in total (openTSNE: 250 + 500)
   int exaggeration_iterations = 250;  // the first steps multiply P by `exaggeration`
   double exaggeration = 12;
-  double learning_rate = 0;         // 0 = max(n / exaggeration / 4, 50) (the gradient has its 4)
-  double momentum = 0.5;            // during exaggeration
-  double final_momentum = 0.8;      // after it
-  std::uint64_t seed = 1;           // initial positions: N(0, 1e-4²) per coordinate
+  double learning_rate = 0;     // 0 = max(n / exaggeration / 4, 50) (the gradient has its 4)
+  double momentum = 0.5;        // during exaggeration
+  double final_momentum = 0.8;  // after it
+  std::uint64_t seed = 1;       // initial positions: N(0, 1e-4²) per coordinate
 };
 
 struct TsneResult {
@@ -32,9 +32,9 @@ struct TsneResult {
   double optimise_s = 0;    // seconds: gradient descent
 };
 
-// The t-SNE gradient dC/dy_i = 4 Σ_j (a·P_ij - q_ij) w_ij (y_i - y_j), with w_ij = 1/(1+|y_i-y_j|²),
-// q_ij = w_ij / Z, Z = Σ_{k≠l} w_kl and a the exaggeration. y and grad are (n, 2); the repulsive
-// part by Barnes-Hut with `theta` (0 = every pair). Returns Z.
+// The t-SNE gradient dC/dy_i = 4 Σ_j (a·P_ij - q_ij) w_ij (y_i - y_j), with w_ij =
+// 1/(1+|y_i-y_j|²), q_ij = w_ij / Z, Z = Σ_{k≠l} w_kl and a the exaggeration. y and grad are (n,
+// 2); the repulsive part by Barnes-Hut with `theta` (0 = every pair). Returns Z.
 double tsne_gradient(const SparseP& P, const double* y, double theta, double exaggeration,
                      double* grad);
 

@@ -84,9 +84,9 @@ void LineClient::attempt() {
   timer_.async_wait([self = shared_from_this(), gen](const error_code& ec) {
     if (ec || gen != self->generation_ || self->state_ != State::connecting) return;
     const std::string within = format_seconds(self->options_.connect_timeout_s);
-    self->fail(self->handshaking_ ? "no TLS handshake within " + within +
-                                        " (does the daemon speak TLS?)"
-                                  : "no connection within " + within);
+    self->fail(self->handshaking_
+                   ? "no TLS handshake within " + within + " (does the daemon speak TLS?)"
+                   : "no connection within " + within);
   });
   resolver_.async_resolve(
       options_.server.host, std::to_string(options_.server.port),
@@ -110,18 +110,18 @@ void LineClient::attempt() {
 
 void LineClient::handshake(unsigned gen) {
   handshaking_ = stream_->tls();
-  stream_->connect(options_.server.host, [self = shared_from_this(), gen,
-                                          stream = stream_](const error_code& ec) {
-    if (gen != self->generation_) return;
-    self->handshaking_ = false;
-    if (ec) {
-      self->fail("TLS handshake with " + self->options_.server.host + ":" +
-                 std::to_string(self->options_.server.port) + " failed: " +
-                 self->stream_->handshake_error(ec));
-      return;
-    }
-    self->on_connected();
-  });
+  stream_->connect(options_.server.host,
+                   [self = shared_from_this(), gen, stream = stream_](const error_code& ec) {
+                     if (gen != self->generation_) return;
+                     self->handshaking_ = false;
+                     if (ec) {
+                       self->fail("TLS handshake with " + self->options_.server.host + ":" +
+                                  std::to_string(self->options_.server.port) +
+                                  " failed: " + self->stream_->handshake_error(ec));
+                       return;
+                     }
+                     self->on_connected();
+                   });
 }
 
 void LineClient::on_connected() {
@@ -169,7 +169,7 @@ void LineClient::read() {
         if (ec) {
           self->fail(ec == asio::error::eof || ec == ssl::error::stream_truncated
                          ? "connection closed by the server"
-                                            : "connection lost: " + ec.message());
+                         : "connection lost: " + ec.message());
           return;
         }
         self->last_received_ = Clock::now();
@@ -195,18 +195,17 @@ void LineClient::write() {
   for (const auto& m : writing_) buffers_.push_back(asio::buffer(m));
   last_sent_ = Clock::now();
   const unsigned gen = generation_;
-  stream_->async_write(buffers_,
-                    [self = shared_from_this(), gen, stream = stream_](const error_code& ec,
-                                                                        std::size_t) {
-                      if (gen != self->generation_) return;
-                      self->writing_now_ = false;
-                      self->writing_.clear();
-                      if (ec) {
-                        self->fail("connection lost: " + ec.message());
-                        return;
-                      }
-                      if (!self->queue_.empty()) self->write();
-                    });
+  stream_->async_write(buffers_, [self = shared_from_this(), gen, stream = stream_](
+                                     const error_code& ec, std::size_t) {
+    if (gen != self->generation_) return;
+    self->writing_now_ = false;
+    self->writing_.clear();
+    if (ec) {
+      self->fail("connection lost: " + ec.message());
+      return;
+    }
+    if (!self->queue_.empty()) self->write();
+  });
 }
 
 void LineClient::arm_heartbeat() {

@@ -28,7 +28,7 @@ struct ClientOptions {
   double heartbeat_s = 10;       // send a heartbeat after this long without sending
   double silence_s = 35;         // reconnect after this long without receiving
   std::size_t max_message = proto::kMaxMessage;
-  std::string tls_ca;            // PEM CA file: TLS, the server verified against it; "" = plain
+  std::string tls_ca;  // PEM CA file: TLS, the server verified against it; "" = plain
 };
 
 struct ClientCallbacks {
@@ -44,13 +44,13 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   // Throws ConfigError when options.tls_ca cannot be read.
   LineClient(asio::io_context& io, ClientOptions options, ClientCallbacks callbacks);
 
-  void start();                 // first attempt now
+  void start();  // first attempt now
   // Dropped when not connected (the greeting resends state). From the io thread (the connected
   // callback) queued at once, so that the greeting goes out before any line another thread
   // sends meanwhile; from another thread posted to the io thread.
   void send(std::string line);
-  void reconnect_now();         // skip the backoff wait if one is running
-  void stop();                  // close, no more attempts
+  void reconnect_now();  // skip the backoff wait if one is running
+  void stop();           // close, no more attempts
 
  private:
   void attempt();
@@ -79,7 +79,7 @@ class LineClient : public std::enable_shared_from_this<LineClient> {
   enum class State { idle, connecting, connected, waiting, stopped } state_ = State::idle;
   bool writing_now_ = false;
   bool handshaking_ = false;  // connected, TLS handshake under way
-  unsigned generation_ = 0;  // bumped per attempt: stale handlers do nothing
+  unsigned generation_ = 0;   // bumped per attempt: stale handlers do nothing
   double next_backoff_s_;
   Clock::time_point last_sent_, last_received_;
   std::mt19937 jitter_;

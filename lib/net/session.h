@@ -36,12 +36,13 @@ class SessionHandler {
 struct SessionLimits {
   std::size_t max_message = proto::kMaxMessage;  // bytes per line
   std::size_t hello_max_message = 64 * 1024;     // bytes per line until set_registered()
-  double hello_s = 10;                 // set_registered() must come within this after connecting,
-                                       // whatever the peer sends meanwhile
-  double line_s = 10;                  // an unfinished line must be completed within this
-  double close_s = 2;  // a closing or half-closed session that cannot flush is cut after this
-  std::size_t max_queued = 16u << 20;  // bytes waiting to be written (with each message's
-                                       // bookkeeping, LineSession::kEntryBytes); more drops the peer
+  double hello_s = 10;  // set_registered() must come within this after connecting,
+                        // whatever the peer sends meanwhile
+  double line_s = 10;   // an unfinished line must be completed within this
+  double close_s = 2;   // a closing or half-closed session that cannot flush is cut after this
+  std::size_t max_queued =
+      16u << 20;  // bytes waiting to be written (with each message's
+                  // bookkeeping, LineSession::kEntryBytes); more drops the peer
   std::size_t max_queued_total = 256u << 20;  // the same over all sessions of the manager
 };
 

@@ -11,7 +11,8 @@ SessionManager::SessionManager(asio::io_context& io, SessionLimits limits, doubl
 }
 
 std::shared_ptr<LineSession> SessionManager::start(tcp::socket socket, SessionHandler& handler) {
-  auto s = std::make_shared<LineSession>(std::move(socket), tls_, handler, *this, limits_, next_id_++);
+  auto s =
+      std::make_shared<LineSession>(std::move(socket), tls_, handler, *this, limits_, next_id_++);
   sessions_.emplace(s.get(), s);
   s->start();
   return s;

@@ -36,14 +36,16 @@ TlsContext base_context(ssl::context::method method) {
 
 TlsContext server_context(const std::string& cert_file, const std::string& key_file) {
   if (cert_file.empty() != key_file.empty())
-    throw ConfigError(cert_file.empty() ? "--tls-key needs --tls-cert" : "--tls-cert needs --tls-key");
+    throw ConfigError(cert_file.empty() ? "--tls-key needs --tls-cert"
+                                        : "--tls-cert needs --tls-key");
   check_readable("--tls-cert", cert_file);
   check_readable("--tls-key", key_file);
   auto ctx = base_context(ssl::context::tls_server);
   error_code ec;
   ctx->use_certificate_chain_file(cert_file, ec);
   if (ec)
-    throw ConfigError("--tls-cert " + cert_file + ": not a PEM certificate (" + reason_of(ec) + ")");
+    throw ConfigError("--tls-cert " + cert_file + ": not a PEM certificate (" + reason_of(ec) +
+                      ")");
   ctx->use_private_key_file(key_file, ssl::context::pem, ec);
   if (ec) {
     const bool mismatch =

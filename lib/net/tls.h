@@ -85,7 +85,8 @@ class Stream {
   template <class Buffers, class Handler>
   void async_write(const Buffers& buffers, Handler&& handler) {
     if (ctx_) {
-      write_buffers_.assign(asio::buffer_sequence_begin(buffers), asio::buffer_sequence_end(buffers));
+      write_buffers_.assign(asio::buffer_sequence_begin(buffers),
+                            asio::buffer_sequence_end(buffers));
       write_tls(IoDone(std::forward<Handler>(handler)));
     } else {
       asio::async_write(socket_, buffers, std::forward<Handler>(handler));
@@ -115,10 +116,10 @@ class Stream {
     void operator()(SSL* ssl) const;
   };
   tcp::socket socket_;
-  ssl::context* ctx_;                     // null: plain TCP
-  std::unique_ptr<SSL, SslFree> ssl_;     // null until the handshake starts
+  ssl::context* ctx_;                                   // null: plain TCP
+  std::unique_ptr<SSL, SslFree> ssl_;                   // null until the handshake starts
   static constexpr std::size_t kCoalesceBytes = 16384;  // one TLS record's worth of plaintext
-  std::vector<asio::const_buffer> write_buffers_;  // of the write in flight
+  std::vector<asio::const_buffer> write_buffers_;       // of the write in flight
   std::string staging_;  // small buffers of the write in flight, copied together
   unsigned char first_ = 0;
 };

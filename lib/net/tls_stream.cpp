@@ -18,7 +18,9 @@ namespace {
 // A BIO on a socket descriptor (in its data pointer) without buffers: recv and send, the
 // latter with MSG_NOSIGNAL so that a peer gone away is an error, never SIGPIPE. The descriptor
 // is Asio's; the BIO never closes it.
-int fd_of(BIO* bio) { return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio))); }
+int fd_of(BIO* bio) {
+  return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+}
 
 int bio_read(BIO* bio, char* out, int n) {
   BIO_clear_retry_flags(bio);
@@ -36,7 +38,9 @@ int bio_write(BIO* bio, const char* in, int n) {
   return static_cast<int>(put);
 }
 
-long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+long bio_ctrl(BIO*, int cmd, long, void*) {
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
 
 int bio_create(BIO* bio) {
   BIO_set_init(bio, 1);
@@ -87,7 +91,9 @@ error_code error_of(int err, int sys) {
 
 }  // namespace
 
-void Stream::SslFree::operator()(SSL* ssl) const { SSL_free(ssl); }
+void Stream::SslFree::operator()(SSL* ssl) const {
+  SSL_free(ssl);
+}
 
 Stream::Stream(tcp::socket socket, ssl::context* tls) : socket_(std::move(socket)), ctx_(tls) {}
 
@@ -112,9 +118,8 @@ void Stream::make_ssl(bool server) {
 
 void Stream::drive(Step step, std::function<void(const error_code&, int)> done, bool in_handler) {
   if (!socket_.is_open()) {
-    asio::post(socket_.get_executor(), [done = std::move(done)] {
-      done(asio::error::bad_descriptor, -1);
-    });
+    asio::post(socket_.get_executor(),
+               [done = std::move(done)] { done(asio::error::bad_descriptor, -1); });
     return;
   }
   ERR_clear_error();
@@ -123,15 +128,15 @@ void Stream::drive(Step step, std::function<void(const error_code&, int)> done, 
   const int sys = errno;
   const int err = SSL_get_error(ssl_.get(), r);
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-    socket_.async_wait(err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
-                       [this, step = std::move(step), done = std::move(done)](
-                           const error_code& ec) mutable {
-                         if (ec) {  // operation_aborted: closed meanwhile
-                           done(ec, -1);
-                           return;
-                         }
-                         drive(std::move(step), std::move(done), true);
-                       });
+    socket_.async_wait(
+        err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
+        [this, step = std::move(step), done = std::move(done)](const error_code& ec) mutable {
+          if (ec) {  // operation_aborted: closed meanwhile
+            done(ec, -1);
+            return;
+          }
+          drive(std::move(step), std::move(done), true);
+        });
     return;
   }
   const error_code ec = error_of(err, sys);
@@ -148,22 +153,21 @@ void Stream::accept(std::function<void(const error_code&, bool)> done) {
     return;
   }
   // The peek holds one byte of this object; no TLS state exists until a client speaks.
-  socket_.async_receive(
-      asio::buffer(&first_, 1), tcp::socket::message_peek,
-      [this, done = std::move(done)](const error_code& ec, std::size_t n) {
-        if (ec || n == 0) {
-          done(ec ? ec : error_code(asio::error::eof), true);
-          return;
-        }
-        if (first_ != kTlsHandshakeRecord) {
-          ctx_ = nullptr;  // a plain client: answered in clear text
-          done({}, false);
-          return;
-        }
-        make_ssl(true);
-        drive([this] { return SSL_do_handshake(ssl_.get()); },
-              [done](const error_code& hec, int) { done(hec, true); }, true);
-      });
+  socket_.async_receive(asio::buffer(&first_, 1), tcp::socket::message_peek,
+                        [this, done = std::move(done)](const error_code& ec, std::size_t n) {
+                          if (ec || n == 0) {
+                            done(ec ? ec : error_code(asio::error::eof), true);
+                            return;
+                          }
+                          if (first_ != kTlsHandshakeRecord) {
+                            ctx_ = nullptr;  // a plain client: answered in clear text
+                            done({}, false);
+                            return;
+                          }
+                          make_ssl(true);
+                          drive([this] { return SSL_do_handshake(ssl_.get()); },
+                                [done](const error_code& hec, int) { done(hec, true); }, true);
+                        });
 }
 
 void Stream::connect(const std::string& host, std::function<void(const error_code&)> done) {
@@ -210,7 +214,8 @@ std::string Stream::handshake_error(const error_code& ec) {
 
 void Stream::read_tls(asio::mutable_buffer buffer, IoDone done) {
   if (!ssl_) {  // no handshake: nothing can be read
-    asio::post(socket_.get_executor(), [done = std::move(done)] { done(asio::error::not_connected, 0); });
+    asio::post(socket_.get_executor(),
+               [done = std::move(done)] { done(asio::error::not_connected, 0); });
     return;
   }
   const int n = static_cast<int>(std::min<std::size_t>(buffer.size(), INT_MAX));
@@ -223,7 +228,8 @@ void Stream::read_tls(asio::mutable_buffer buffer, IoDone done) {
 
 void Stream::write_tls(IoDone done) {
   if (!ssl_) {
-    asio::post(socket_.get_executor(), [done = std::move(done)] { done(asio::error::not_connected, 0); });
+    asio::post(socket_.get_executor(),
+               [done = std::move(done)] { done(asio::error::not_connected, 0); });
     return;
   }
   // Small messages together go out as one record in one send (a gather of up to 64 short lines
@@ -232,7 +238,8 @@ void Stream::write_tls(IoDone done) {
   for (const auto& b : write_buffers_) total += b.size();
   if (write_buffers_.size() > 1 && total <= kCoalesceBytes) {
     staging_.reserve(total);
-    for (const auto& b : write_buffers_) staging_.append(static_cast<const char*>(b.data()), b.size());
+    for (const auto& b : write_buffers_)
+      staging_.append(static_cast<const char*>(b.data()), b.size());
     write_buffers_.assign(1, asio::buffer(staging_));
   }
   write_next(0, 0, 0, [this, done = std::move(done)](const error_code& ec, std::size_t n) {
@@ -273,7 +280,8 @@ void Stream::async_shutdown(std::function<void()> done) {
   }
   drive(
       [this] {
-        const int r = SSL_shutdown(ssl_.get());  // 0: close_notify sent; once more to await the peer's
+        const int r =
+            SSL_shutdown(ssl_.get());  // 0: close_notify sent; once more to await the peer's
         return r == 0 ? SSL_shutdown(ssl_.get()) : r;
       },
       [done = std::move(done)](const error_code&, int) { done(); }, false);

@@ -7,9 +7,9 @@
 //   forward:   Y (P x c_out) = col * Wt, then scattered to NCHW with the bias added
 //   backward:  dYm (P x c_out) gathered from dy;  dWt += col^T * dYm;  db += colsum(dYm);
 //              dcol (P x K) = dYm * Wt^T, then col2im adds dcol back onto dx.
-#include <Eigen/Core>
 #include <tbb/parallel_for.h>
 
+#include <Eigen/Core>
 #include <cstring>
 
 #include "lib/nn/chunking.h"
@@ -76,8 +76,7 @@ void col2im(const ConvShape& s, int ns, const float* dcol, float* dx) {
 
 }  // namespace
 
-void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b,
-                    float* y) {
+void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b, float* y) {
   const int hw = s.h_out() * s.w_out();
   const int K = s.c_in * s.k * s.k;
   const detail::Chunks chunks = detail::make_chunks(s.n, hw, kTargetRows);
@@ -92,7 +91,8 @@ void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const f
     Map(out, P, s.c_out).noalias() = MapC(col, P, K) * MapC(wt, K, s.c_out);
     for (int n = 0; n < ns; ++n)
       for (int co = 0; co < s.c_out; ++co) {
-        const float* src = out + static_cast<std::size_t>(co) * P + static_cast<std::size_t>(n) * hw;
+        const float* src =
+            out + static_cast<std::size_t>(co) * P + static_cast<std::size_t>(n) * hw;
         float* dst = y + (n0 + n) * out_per + static_cast<std::size_t>(co) * hw;
         const float bias = b[co];
         for (int p = 0; p < hw; ++p) dst[p] = src[p] + bias;

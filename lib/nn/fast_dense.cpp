@@ -3,9 +3,9 @@
 // weights, Y (out x ns) is y's chunk.
 //   forward:   Y = Wm^T * X + b
 //   backward:  dWm += X * dY^T;  db += rowsum(dY);  dX = Wm * dY
-#include <Eigen/Core>
 #include <tbb/parallel_for.h>
 
+#include <Eigen/Core>
 #include <cstring>
 
 #include "lib/nn/chunking.h"

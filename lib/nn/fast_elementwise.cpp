@@ -31,13 +31,14 @@ void maxpool_forward(const PoolShape& s, const float* x, float* y, std::int32_t*
   const PoolShape one{1, 1, s.h, s.w, s.k};
   const std::size_t in_plane = static_cast<std::size_t>(s.h) * s.w;
   const std::size_t out_plane = static_cast<std::size_t>(s.h_out()) * s.w_out();
-  tbb::parallel_for(tbb::blocked_range<int>(0, s.n * s.c, 16), [&](const tbb::blocked_range<int>& r) {
-    for (int p = r.begin(); p != r.end(); ++p) {
-      ref::maxpool_forward(one, x + p * in_plane, y + p * out_plane, arg + p * out_plane);
-      for (std::size_t o = p * out_plane; o < (p + 1) * out_plane; ++o)
-        arg[o] += static_cast<std::int32_t>(p * in_plane);  // plane-local -> batch index
-    }
-  });
+  tbb::parallel_for(
+      tbb::blocked_range<int>(0, s.n * s.c, 16), [&](const tbb::blocked_range<int>& r) {
+        for (int p = r.begin(); p != r.end(); ++p) {
+          ref::maxpool_forward(one, x + p * in_plane, y + p * out_plane, arg + p * out_plane);
+          for (std::size_t o = p * out_plane; o < (p + 1) * out_plane; ++o)
+            arg[o] += static_cast<std::int32_t>(p * in_plane);  // plane-local -> batch index
+        }
+      });
 }
 
 // dy and arg are (n, c, h/k, w/k); dx is (n, c, h, w).
@@ -58,7 +59,8 @@ void relu_forward(std::size_t count, const float* x, float* y) {
 
 void relu_backward(std::size_t count, const float* y, const float* dy, float* dx) {
   for_range(count, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;  // vectorises to a blend
+    for (std::size_t i = b; i < e; ++i)
+      dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;  // vectorises to a blend
   });
 }
 

@@ -44,39 +44,38 @@ struct DropoutKey {
   std::uint64_t layer = 0;  // distinguishes several dropout layers in one model
 };
 
-#define DBS_NN_KERNELS                                                                          \
-  /* x is (n, c_in, h, w), wt is (c_out, c_in, k, k), b is (c_out), y is (n, c_out, ho, wo). */ \
-  void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b,      \
-                      float* y);                                                               \
-  /* dy is (n, c_out, ho, wo); dx (nullable: skipped) is like x; dw like wt; db like b. */      \
-  void conv2d_backward(const ConvShape& s, const float* x, const float* wt, const float* dy,    \
-                       float* dx, float* dw, float* db);                                       \
-  /* x is (n, in), wt is (out, in), b is (out), y is (n, out). */                               \
-  void dense_forward(int n, int in, int out, const float* x, const float* wt, const float* b,   \
-                     float* y);                                                                \
-  /* dy is (n, out); dx (nullable) is (n, in); dw is (out, in); db is (out). */                 \
-  void dense_backward(int n, int in, int out, const float* x, const float* wt, const float* dy, \
-                      float* dx, float* dw, float* db);                                        \
-  /* x is (n, c, h, w), y is (n, c, h/k, w/k); arg (same size as y) gets the flat index into */ \
-  /* x of each maximum (first one on ties). */                                                 \
-  void maxpool_forward(const PoolShape& s, const float* x, float* y, std::int32_t* arg);        \
-  /* dy is like y; dx (like x) is overwritten: zero except at the argmax positions. */          \
-  void maxpool_backward(const PoolShape& s, const float* dy, const std::int32_t* arg,          \
-                        float* dx);                                                            \
-  /* y = max(x, 0) over count elements (y may alias x). */                                     \
-  void relu_forward(std::size_t count, const float* x, float* y);                              \
-  /* dx = dy where y > 0, else 0 (dx may alias dy). */                                         \
-  void relu_backward(std::size_t count, const float* y, const float* dy, float* dx);           \
-  /* Inverted dropout over n samples of per_sample values each: y = x * mask, mask is 0 with */ \
-  /* probability rate and 1/(1-rate) otherwise, drawn from (key, sample_ids[i], element). */    \
-  void dropout_forward(int n, std::size_t per_sample, float rate, const DropoutKey& key,       \
-                       const std::int64_t* sample_ids, const float* x, float* y, float* mask);  \
-  /* dx = dy * mask (dx may alias dy). */                                                      \
-  void dropout_backward(std::size_t count, const float* mask, const float* dy, float* dx);     \
-  /* Softmax cross-entropy over n rows of `classes` logits. Returns the SUM of the losses;   */ \
-  /* dlogits (nullable) = softmax - onehot(label), not divided by n. correct (nullable) gets */ \
-  /* the number of rows whose argmax equals the label. */                                      \
-  double softmax_xent(int n, int classes, const float* logits, const std::int32_t* labels,     \
+#define DBS_NN_KERNELS                                                                            \
+  /* x is (n, c_in, h, w), wt is (c_out, c_in, k, k), b is (c_out), y is (n, c_out, ho, wo). */   \
+  void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b,        \
+                      float* y);                                                                  \
+  /* dy is (n, c_out, ho, wo); dx (nullable: skipped) is like x; dw like wt; db like b. */        \
+  void conv2d_backward(const ConvShape& s, const float* x, const float* wt, const float* dy,      \
+                       float* dx, float* dw, float* db);                                          \
+  /* x is (n, in), wt is (out, in), b is (out), y is (n, out). */                                 \
+  void dense_forward(int n, int in, int out, const float* x, const float* wt, const float* b,     \
+                     float* y);                                                                   \
+  /* dy is (n, out); dx (nullable) is (n, in); dw is (out, in); db is (out). */                   \
+  void dense_backward(int n, int in, int out, const float* x, const float* wt, const float* dy,   \
+                      float* dx, float* dw, float* db);                                           \
+  /* x is (n, c, h, w), y is (n, c, h/k, w/k); arg (same size as y) gets the flat index into */   \
+  /* x of each maximum (first one on ties). */                                                    \
+  void maxpool_forward(const PoolShape& s, const float* x, float* y, std::int32_t* arg);          \
+  /* dy is like y; dx (like x) is overwritten: zero except at the argmax positions. */            \
+  void maxpool_backward(const PoolShape& s, const float* dy, const std::int32_t* arg, float* dx); \
+  /* y = max(x, 0) over count elements (y may alias x). */                                        \
+  void relu_forward(std::size_t count, const float* x, float* y);                                 \
+  /* dx = dy where y > 0, else 0 (dx may alias dy). */                                            \
+  void relu_backward(std::size_t count, const float* y, const float* dy, float* dx);              \
+  /* Inverted dropout over n samples of per_sample values each: y = x * mask, mask is 0 with */   \
+  /* probability rate and 1/(1-rate) otherwise, drawn from (key, sample_ids[i], element). */      \
+  void dropout_forward(int n, std::size_t per_sample, float rate, const DropoutKey& key,          \
+                       const std::int64_t* sample_ids, const float* x, float* y, float* mask);    \
+  /* dx = dy * mask (dx may alias dy). */                                                         \
+  void dropout_backward(std::size_t count, const float* mask, const float* dy, float* dx);        \
+  /* Softmax cross-entropy over n rows of `classes` logits. Returns the SUM of the losses;   */   \
+  /* dlogits (nullable) = softmax - onehot(label), not divided by n. correct (nullable) gets */   \
+  /* the number of rows whose argmax equals the label. */                                         \
+  double softmax_xent(int n, int classes, const float* logits, const std::int32_t* labels,        \
                       float* dlogits, int* correct);
 
 namespace ref {

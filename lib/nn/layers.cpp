@@ -24,7 +24,8 @@ void glorot_init(float* w, std::size_t count, double fan_in, double fan_out, std
 class Conv2d final : public Layer {
  public:
   Conv2d(int out, int k, bool same) : out_(out), k_(k), same_(same) {
-    if (k <= 0 || k % 2 == 0) throw ConfigError("conv2d: kernel size must be odd, got " + std::to_string(k));
+    if (k <= 0 || k % 2 == 0)
+      throw ConfigError("conv2d: kernel size must be odd, got " + std::to_string(k));
   }
   std::string name() const override {
     return "conv" + std::to_string(k_) + "x" + std::to_string(k_) + "x" + std::to_string(out_) +
@@ -220,8 +221,8 @@ class Dropout final : public Layer {
  private:
   float rate_;
   std::uint64_t key_;
-  bool active_ = false;       // whether the last forward applied a mask
-  std::vector<float> mask_;   // mask of the last forward
+  bool active_ = false;      // whether the last forward applied a mask
+  std::vector<float> mask_;  // mask of the last forward
 };
 
 class Flatten final : public Layer {
@@ -246,12 +247,20 @@ class Flatten final : public Layer {
 std::unique_ptr<Layer> conv2d(int out_channels, int kernel, bool same_padding) {
   return std::make_unique<Conv2d>(out_channels, kernel, same_padding);
 }
-std::unique_ptr<Layer> maxpool2d(int kernel) { return std::make_unique<MaxPool2d>(kernel); }
-std::unique_ptr<Layer> dense(int out_features) { return std::make_unique<Dense>(out_features); }
-std::unique_ptr<Layer> relu() { return std::make_unique<Relu>(); }
+std::unique_ptr<Layer> maxpool2d(int kernel) {
+  return std::make_unique<MaxPool2d>(kernel);
+}
+std::unique_ptr<Layer> dense(int out_features) {
+  return std::make_unique<Dense>(out_features);
+}
+std::unique_ptr<Layer> relu() {
+  return std::make_unique<Relu>();
+}
 std::unique_ptr<Layer> dropout(float rate, std::uint64_t layer_key) {
   return std::make_unique<Dropout>(rate, layer_key);
 }
-std::unique_ptr<Layer> flatten() { return std::make_unique<Flatten>(); }
+std::unique_ptr<Layer> flatten() {
+  return std::make_unique<Flatten>();
+}
 
 }  // namespace dbs::nn

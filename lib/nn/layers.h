@@ -23,7 +23,7 @@ struct Context {
 class Layer {
  public:
   virtual ~Layer() = default;
-  virtual std::string name() const = 0;       // e.g. "conv3x3x32"
+  virtual std::string name() const = 0;  // e.g. "conv3x3x32"
   virtual Shape output_shape(Shape in) const = 0;
   virtual std::size_t param_count(Shape /*in*/) const { return 0; }
   // Binds the layer to its slices of the flat parameter and gradient buffers.

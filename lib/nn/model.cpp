@@ -47,13 +47,14 @@ void Model::backward(const float* dlogits, const Context& ctx, const LayerDone& 
   }
 }
 
-double Model::loss_and_grads(const float* x, const std::int32_t* labels, int n,
-                             const Context& ctx, int* correct, const LayerDone& done) {
+double Model::loss_and_grads(const float* x, const std::int32_t* labels, int n, const Context& ctx,
+                             int* correct, const LayerDone& done) {
   const Tensor& logits = forward(x, n, ctx);
   dlogits_.resize(n, logits.shape);
   const double loss =
-      ctx.reference ? ref::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct)
-                    : fast::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct);
+      ctx.reference
+          ? ref::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct)
+          : fast::softmax_xent(n, classes(), logits.ptr(), labels, dlogits_.ptr(), correct);
   backward(dlogits_.ptr(), ctx, done);
   return loss;
 }
@@ -79,8 +80,8 @@ double Model::train_flops_per_sample() const {
 std::vector<Model::LayerInfo> Model::layers_info() const {
   std::vector<LayerInfo> out;
   for (std::size_t i = 0; i < layers_.size(); ++i)
-    out.push_back({layers_[i]->name(), shapes_[i], shapes_[i + 1],
-                   layers_[i]->param_count(shapes_[i])});
+    out.push_back(
+        {layers_[i]->name(), shapes_[i], shapes_[i + 1], layers_[i]->param_count(shapes_[i])});
   return out;
 }
 

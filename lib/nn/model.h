@@ -68,10 +68,10 @@ class Model {
   std::string name_;
   Shape input_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<Shape> shapes_;  // shapes_[i] = input of layer i; back() = output
+  std::vector<Shape> shapes_;         // shapes_[i] = input of layer i; back() = output
   std::vector<std::size_t> offsets_;  // first parameter of layer i
   std::vector<float> params_, grads_;
-  std::vector<Tensor> acts_;   // acts_[i] = input of layer i from the last forward
+  std::vector<Tensor> acts_;  // acts_[i] = input of layer i from the last forward
   Tensor dlogits_, grad_a_, grad_b_;
 };
 

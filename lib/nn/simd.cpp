@@ -29,11 +29,11 @@ struct Table {
   decltype(&fast_x86_64::softmax_xent) softmax_xent;
 };
 
-#define DBS_NN_TABLE(ns, label)                                                             \
-  Table {                                                                                   \
-    label, &ns::conv2d_forward, &ns::conv2d_backward, &ns::dense_forward,                   \
-        &ns::dense_backward, &ns::maxpool_forward, &ns::maxpool_backward, &ns::relu_forward, \
-        &ns::relu_backward, &ns::dropout_forward, &ns::dropout_backward, &ns::softmax_xent  \
+#define DBS_NN_TABLE(ns, label)                                                                \
+  Table {                                                                                      \
+    label, &ns::conv2d_forward, &ns::conv2d_backward, &ns::dense_forward, &ns::dense_backward, \
+        &ns::maxpool_forward, &ns::maxpool_backward, &ns::relu_forward, &ns::relu_backward,    \
+        &ns::dropout_forward, &ns::dropout_backward, &ns::softmax_xent                         \
   }
 
 const Table kBase = DBS_NN_TABLE(fast_x86_64, DBS_NN_BASE_LABEL);
@@ -65,7 +65,9 @@ const Table& active() {
 
 }  // namespace
 
-std::string simd_in_use() { return active().name; }
+std::string simd_in_use() {
+  return active().name;
+}
 
 std::vector<std::string> simd_supported() {
   std::vector<std::string> out;
@@ -87,8 +89,7 @@ void use_simd(const std::string& name) {
 
 namespace fast {
 
-void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b,
-                    float* y) {
+void conv2d_forward(const ConvShape& s, const float* x, const float* wt, const float* b, float* y) {
   active().conv2d_forward(s, x, wt, b, y);
 }
 void conv2d_backward(const ConvShape& s, const float* x, const float* wt, const float* dy,

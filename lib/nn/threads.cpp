@@ -16,6 +16,8 @@ ThreadLimit::ThreadLimit(int threads)
 
 ThreadLimit::~ThreadLimit() = default;
 
-int available_threads() { return tbb::info::default_concurrency(); }
+int available_threads() {
+  return tbb::info::default_concurrency();
+}
 
 }  // namespace dbs::nn

@@ -44,7 +44,9 @@ class Reader {
   }
   std::string str(const char* what) {
     const auto n = get<std::uint32_t>(what);
-    if (n > 4096) throw InputError(path_ + ": " + what + " is implausibly long (" + std::to_string(n) + " bytes)");
+    if (n > 4096)
+      throw InputError(path_ + ": " + what + " is implausibly long (" + std::to_string(n) +
+                       " bytes)");
     std::string s(n, '\0');
     read(s.data(), n, what);
     return s;
@@ -93,7 +95,8 @@ void load_weights(Model& model, const std::string& path) {
   const auto version = r.get<std::uint32_t>("version");
   if (version != kVersion)
     throw InputError(path + ": weights format version " + std::to_string(version) +
-                     " is not supported (this build reads version " + std::to_string(kVersion) + ")");
+                     " is not supported (this build reads version " + std::to_string(kVersion) +
+                     ")");
   const std::string name = r.str("model name");
   if (name != model.name())
     throw InputError(path + ": holds weights of model '" + name + "', not '" + model.name() + "'");

@@ -34,8 +34,7 @@ constexpr std::uint32_t kMaxNameLength = 64;
 #if defined(__x86_64__)
 namespace fast_avx2 {
 template <typename Body>
-__attribute__((target("avx2,fma"))) void run(const Body& body, std::size_t begin,
-                                             std::size_t end) {
+__attribute__((target("avx2,fma"))) void run(const Body& body, std::size_t begin, std::size_t end) {
   body(begin, end);
 }
 }  // namespace fast_avx2
@@ -97,8 +96,8 @@ struct Update {
   double grad_scale;
   std::size_t begin, end;  // the parameters to update
 
-  // Runs step(i, g) for every parameter i in [begin, end), g = grads[i] * grad_scale + weight_decay * params[i]
-  // (the gradient every rule uses). step must be an always_inline lambda, so that it is
+  // Runs step(i, g) for every parameter i in [begin, end), g = grads[i] * grad_scale + weight_decay
+  // * params[i] (the gradient every rule uses). step must be an always_inline lambda, so that it is
   // compiled into both copies of for_ranges' body.
   template <typename Step>
   void each(const Step& step) const {
@@ -106,9 +105,10 @@ struct Update {
     const auto wd = static_cast<float>(config.weight_decay);
     const std::span<float> p = params;
     const std::span<const float> gr = grads;
-    for_ranges(begin, end, [&](std::size_t lo, std::size_t hi) __attribute__((always_inline)) {
-      for (std::size_t i = lo; i < hi; ++i) step(i, gr[i] * scale + wd * p[i]);
-    });
+    for_ranges(
+        begin, end, [&](std::size_t lo, std::size_t hi) __attribute__((always_inline)) {
+          for (std::size_t i = lo; i < hi; ++i) step(i, gr[i] * scale + wd * p[i]);
+        });
   }
 };
 

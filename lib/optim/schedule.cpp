@@ -27,8 +27,7 @@ Scaling parse_scaling(const std::string& name) {
 }
 
 void validate(const ScheduleConfig& config, int global_batch) {
-  require(config.base_lr > 0.0 && std::isfinite(config.base_lr), "base_lr", "> 0",
-          config.base_lr);
+  require(config.base_lr > 0.0 && std::isfinite(config.base_lr), "base_lr", "> 0", config.base_lr);
   require(config.base_batch > 0, "base_batch", "> 0", config.base_batch);
   require(global_batch > 0, "global_batch", "> 0", global_batch);
   require(config.warmup_epochs >= 0.0 && std::isfinite(config.warmup_epochs), "warmup_epochs",

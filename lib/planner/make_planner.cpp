@@ -50,8 +50,9 @@ Seal seal_of(const Settings& s, int world) {
 // The first field where b differs from a, as "name b (rank 0: a)"; empty when none does.
 std::string difference(const Seal& a, const Seal& b) {
   const auto num = [](const char* name, auto x, auto y) {
-    return x == y ? std::string() : std::string(name) + " " + std::to_string(y) + " (rank 0: " +
-                                        std::to_string(x) + ")";
+    return x == y ? std::string()
+                  : std::string(name) + " " + std::to_string(y) + " (rank 0: " + std::to_string(x) +
+                        ")";
   };
   if (a.policy_hash != b.policy_hash)
     return std::string("policy '") + b.policy + "' (rank 0: '" + a.policy + "')";
@@ -101,8 +102,8 @@ void check_agreement(const Settings& settings, const Group& group, const Remote&
   for (int r = 1; r < group.size; ++r) {
     const std::string d = difference(all[0], all[static_cast<std::size_t>(r)]);
     if (!d.empty())
-      throw ConfigError("the ranks disagree on the settings: rank " + std::to_string(r) +
-                        " has " + d);
+      throw ConfigError("the ranks disagree on the settings: rank " + std::to_string(r) + " has " +
+                        d);
   }
 }
 

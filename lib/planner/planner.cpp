@@ -27,9 +27,8 @@ void Embedded::set_state(const Plan& plan, const std::vector<double>& state) {
     throw InputError("the plan to restore has " + std::to_string(plan.world()) +
                      " ranks, the job has " + std::to_string(world_));
   if (plan.global_batch != plan_.global_batch)
-    throw InputError("the plan to restore has global batch " +
-                     std::to_string(plan.global_batch) + ", the job has " +
-                     std::to_string(plan_.global_batch));
+    throw InputError("the plan to restore has global batch " + std::to_string(plan.global_batch) +
+                     ", the job has " + std::to_string(plan_.global_batch));
   policy_->set_state(state);
   plan_ = plan;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <dbs/planner.h>
+
 #include <memory>
 #include <optional>
 #include <span>

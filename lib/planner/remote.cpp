@@ -1,5 +1,7 @@
 #include "lib/planner/remote.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -8,7 +10,6 @@
 #include <optional>
 #include <thread>
 #include <type_traits>
-#include <unistd.h>
 #include <vector>
 
 #include "lib/auth/credential.h"
@@ -75,16 +76,16 @@ class RemotePlanner : public Planner, public WithFallback {
   // The plan every rank holds a share of, or nothing with fallback_why_ set (the same verdict
   // and cause on every rank: they follow from the allgathered words alone).
   std::optional<Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
-                                    const std::string& why);
+                            const std::string& why);
 
   Remote remote_;
   Allgather allgather_;
   Settings settings_;
   int world_, rank_;
   proto::RegisterMsg register_;
-  bool munge_ = false;        // a munge credential with every register
+  bool munge_ = false;         // a munge credential with every register
   bool munge_warned_ = false;  // said once that munged could not encode (auto)
-  Embedded fallback_;  // its plan is the plan in force, the daemon's adopted when agreed
+  Embedded fallback_;          // its plan is the plan in force, the daemon's adopted when agreed
   net::asio::io_context io_;
   std::shared_ptr<net::LineClient> client_;
   std::thread thread_;
@@ -169,7 +170,8 @@ std::string RemotePlanner::register_line() {
   } catch (const Error& e) {
     const bool required = remote_.auth == Remote::Auth::munge;
     if (required || !munge_warned_)
-      (required ? log::warn : log::info)(std::string(e.what()) + "; registering without a credential");
+      (required ? log::warn
+                : log::info)(std::string(e.what()) + "; registering without a credential");
     munge_warned_ = true;
   }
   return proto::encode(reg);
@@ -239,7 +241,7 @@ std::optional<proto::PlanMsg> RemotePlanner::wait_plan(std::int64_t epoch, std::
 }
 
 std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mine,
-                                          std::int64_t epoch, const std::string& why) {
+                                         std::int64_t epoch, const std::string& why) {
   Word word;
   if (mine) {  // a rank that holds its share of this job's plan ignores stray ones
     word.share = proto::share_of(*mine);
@@ -268,14 +270,12 @@ std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mi
   std::vector<proto::Share> shares;
   for (const Word& w : all) shares.push_back(w.share);
   std::string disagree;
-  std::optional<Plan> plan =
-      proto::assemble(mine.value_or(proto::PlanMsg{}), shares, disagree);
+  std::optional<Plan> plan = proto::assemble(mine.value_or(proto::PlanMsg{}), shares, disagree);
   if (plan) disagree = proto::plan_mismatch(*plan, epoch, world_, settings_);
   if (disagree.empty()) return plan;
-  fallback_why_ = {Fallback::Cause::outage,
-                   !why.empty() ? why
-                   : plan       ? "the daemon's plan is unusable: " + disagree
-                                : disagree};
+  fallback_why_ = {Fallback::Cause::outage, !why.empty() ? why
+                                            : plan ? "the daemon's plan is unusable: " + disagree
+                                                   : disagree};
   return std::nullopt;
 }
 
@@ -312,8 +312,8 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
     fallback_.adopt(*plan);
     return {*plan, "daemon"};
   }
-  log::warn("epoch " + std::to_string(want + 1) + " uses the embedded policy: " +
-            fallback_why_.why);
+  log::warn("epoch " + std::to_string(want + 1) +
+            " uses the embedded policy: " + fallback_why_.why);
   fell_back_ = true;
   embedded.source = "embedded-fallback";
   return embedded;

@@ -13,8 +13,9 @@ namespace dbs::planner {
 
 Remote::Auth parse_auth(std::string_view word, const std::string& field) {
   if (word == "munge" && !auth::munge_built())
-    throw ConfigError(field + " 'munge': this dbs is built without munge (install libmunge-dev "
-                              "and configure with -Dmunge=enabled)");
+    throw ConfigError(field +
+                      " 'munge': this dbs is built without munge (install libmunge-dev "
+                      "and configure with -Dmunge=enabled)");
   if (word == "munge") return Remote::Auth::munge;
   if (word == "token") return Remote::Auth::token;
   if (word == "auto") return Remote::Auth::automatic;

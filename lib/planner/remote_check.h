@@ -6,6 +6,7 @@
 #pragma once
 
 #include <dbs/planner.h>
+
 #include <string>
 #include <string_view>
 

@@ -39,9 +39,10 @@ void check_costs(std::span<const Cost> costs) {
   for (std::size_t i = 0; i < costs.size(); ++i) {
     const Cost& c = costs[i];
     if (!(c.beta > 0) || !std::isfinite(c.beta) || !(c.alpha >= 0) || !std::isfinite(c.alpha))
-      throw ConfigError(format("water_fill: rank %zu has alpha %g s, beta %g s/sample (need "
-                               "alpha >= 0, beta > 0, finite)",
-                               i, c.alpha, c.beta));
+      throw ConfigError(
+          format("water_fill: rank %zu has alpha %g s, beta %g s/sample (need "
+                 "alpha >= 0, beta > 0, finite)",
+                 i, c.alpha, c.beta));
   }
 }
 
@@ -105,7 +106,8 @@ std::optional<Cost> fit_samples(std::span<const Sample> samples) {
 std::optional<Cost> fit_cost(std::span<const CostPoint> points) {
   std::vector<Sample> samples;
   for (const CostPoint& p : points)
-    if (p.steps > 0) samples.push_back({static_cast<double>(p.batch), static_cast<double>(p.steps), p.mean_s});
+    if (p.steps > 0)
+      samples.push_back({static_cast<double>(p.batch), static_cast<double>(p.steps), p.mean_s});
   return fit_samples(samples);
 }
 
@@ -128,7 +130,8 @@ std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int 
   for (; left > 0; --left) {
     std::size_t best = costs.size();
     for (std::size_t i = 0; i < costs.size(); ++i)
-      if (out[i] < hi && (best == costs.size() || costs[i].at(out[i] + 1) < costs[best].at(out[best] + 1)))
+      if (out[i] < hi &&
+          (best == costs.size() || costs[i].at(out[i] + 1) < costs[best].at(out[best] + 1)))
         best = i;
     DBS_CHECK_LT(best, costs.size());
     ++out[best];
@@ -136,7 +139,8 @@ std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int 
   for (; left < 0; ++left) {
     std::size_t worst = costs.size();
     for (std::size_t i = 0; i < costs.size(); ++i)
-      if (out[i] > lo && (worst == costs.size() || costs[i].at(out[i]) >= costs[worst].at(out[worst])))
+      if (out[i] > lo &&
+          (worst == costs.size() || costs[i].at(out[i]) >= costs[worst].at(out[worst])))
         worst = i;
     DBS_CHECK_LT(worst, costs.size());
     --out[worst];

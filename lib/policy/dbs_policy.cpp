@@ -29,8 +29,8 @@
 // property test's random cases it re-planned 124 of 90,000 noisy epochs, this rounding 2.
 // The current plan is kept unless (T(current) - T(b)) / T(current) >= min_gain.
 //
-// Cost model (dbs when the reports carry work times; "dbs-rate" ignores them): each rank's step costs
-// t_i(b) = alpha_i + beta_i * b, fitted by CostEstimator (lib/policy/estimator.h) from the
+// Cost model (dbs when the reports carry work times; "dbs-rate" ignores them): each rank's step
+// costs t_i(b) = alpha_i + beta_i * b, fitted by CostEstimator (lib/policy/estimator.h) from the
 // steps it ran at different batch sizes (the short last step, earlier plans); ranks without a
 // fit are costed b / v_i. The plan is water_fill's (equal predicted step time, bounds, sum B
 // exactly) and T(b) = max_i t_i(b_i) + c, where c, the allreduce without waiting, is the least
@@ -52,8 +52,8 @@
 namespace dbs::policy::detail {
 namespace {
 
-constexpr double kDrop = 0.8;        // aggregate rate below kDrop * v_i is a suspected stall
-constexpr double kNoiseSigmas = 2;   // the gain must exceed this many relative standard errors
+constexpr double kDrop = 0.8;          // aggregate rate below kDrop * v_i is a suspected stall
+constexpr double kNoiseSigmas = 2;     // the gain must exceed this many relative standard errors
 constexpr double kMaxNoiseGate = 0.1;  // ... but a predicted gain of 10% is always taken
 // state() = {version, v_0..v_{n-1}, last_0..last_{n-1}, CostEstimator state}; version 1 had
 // no estimator state.
@@ -136,8 +136,9 @@ class Dbs : public Policy {
       p.reason = "kept: no valid report yet";
       return p;
     }
-    const std::vector<int> proposal = apportion(v, config_.global_batch, config_.min_batch,
-                                                config_.max_batch_or_global(), Rounding::least_step_time);
+    const std::vector<int> proposal =
+        apportion(v, config_.global_batch, config_.min_batch, config_.max_batch_or_global(),
+                  Rounding::least_step_time);
     const double before = step_s(current.batch, v), after = step_s(proposal, v);
     const double gain = (before - after) / before;
     if (proposal == current.batch) {
@@ -177,7 +178,8 @@ class Dbs : public Policy {
       return;
     }
     const std::size_t v2 = 1 + 2 * n + CostEstimator::state_size(world_);
-    const bool ok = (s[0] == 1 && s.size() == 1 + 2 * n) || (s[0] == kStateVersion && s.size() == v2);
+    const bool ok =
+        (s[0] == 1 && s.size() == 1 + 2 * n) || (s[0] == kStateVersion && s.size() == v2);
     if (!ok) {
       throw InputError(
           format("dbs policy state: expected version %g and %zu values for %zu ranks (or "
@@ -202,8 +204,8 @@ class Dbs : public Policy {
     for (std::size_t i = 0; i < by.size(); ++i) {
       const double rate = measured_rate(by[i]);
       if (!std::isfinite(rate))
-        throw InputError(format("report of rank %zu: throughput %g samples/s is not finite", i,
-                                rate));
+        throw InputError(
+            format("report of rank %zu: throughput %g samples/s is not finite", i, rate));
       if (rate <= 0) {
         silent.push_back(static_cast<int>(i));
         continue;
@@ -247,8 +249,8 @@ class Dbs : public Policy {
   // epoch_time(step) followed by the ideal under v: "8.1 s (ideal 8.0 s)".
   std::string with_ideal(double step, const std::vector<double>& v) const {
     const std::int64_t n = config_.samples_per_epoch;
-    const double ideal = n > 0 ? ideal_time(v, static_cast<double>(n))
-                               : 1000 * ideal_time(v, config_.global_batch);
+    const double ideal =
+        n > 0 ? ideal_time(v, static_cast<double>(n)) : 1000 * ideal_time(v, config_.global_batch);
     return epoch_time(step) + " (ideal " + number(ideal) + (n > 0 ? " s)" : " ms)");
   }
 
@@ -278,14 +280,14 @@ class Dbs : public Policy {
     p.epoch = current.epoch + 1;
     p.global_batch = config_.global_batch;
     p.batch = current.batch;
-    const std::vector<int> proposal = water_fill(costs, config_.global_batch, config_.min_batch,
-                                                 config_.max_batch_or_global());
+    const std::vector<int> proposal =
+        water_fill(costs, config_.global_batch, config_.min_batch, config_.max_batch_or_global());
     const double before = step_time(costs, current.batch, comm),
                  after = step_time(costs, proposal, comm);
     const double gain = (before - after) / before;
-    const double need = changed.empty()
-                            ? std::max(config_.min_gain, std::min(kNoiseSigmas * noise, kMaxNoiseGate))
-                            : config_.min_gain;
+    const double need =
+        changed.empty() ? std::max(config_.min_gain, std::min(kNoiseSigmas * noise, kMaxNoiseGate))
+                        : config_.min_gain;
     if (proposal == current.batch) {
       p.reason = "kept: already balanced, predicted " + epoch_time(after);
     } else if (gain < need) {
@@ -301,9 +303,9 @@ class Dbs : public Policy {
         std::max_element(costs.begin(), costs.end(),
                          [](const Cost& a, const Cost& b) { return a.beta < b.beta; }) -
         costs.begin());
-    p.reason += format("; cost model, rank %zu slowest: %s ms + %s ms/sample, ", slow,
-                       number(1000 * costs[slow].alpha).c_str(),
-                       number(1000 * costs[slow].beta).c_str());
+    p.reason +=
+        format("; cost model, rank %zu slowest: %s ms + %s ms/sample, ", slow,
+               number(1000 * costs[slow].alpha).c_str(), number(1000 * costs[slow].beta).c_str());
     p.reason += config_.averages_in(epoch)
                     ? format("average %s ms every %d steps", number(1000 * per_exchange).c_str(),
                              config_.average_every)
@@ -313,14 +315,17 @@ class Dbs : public Policy {
     p.reason += note("no valid report from", silent);
     p.offset = offsets_of(p.batch);
     p.throughput.resize(costs.size());
-    for (std::size_t i = 0; i < costs.size(); ++i) p.throughput[i] = p.batch[i] / costs[i].at(p.batch[i]);
+    for (std::size_t i = 0; i < costs.size(); ++i)
+      p.throughput[i] = p.batch[i] / costs[i].at(p.batch[i]);
     p.predicted_epoch_s = policy::epoch_time(costs, p, config_.samples_per_epoch, comm);
     p.exchange_epoch_s = exchange_epoch_s(config_, epoch, per_exchange);
-    p.ideal_epoch_s = ideal_epoch_time(costs, config_.global_batch, config_.samples_per_epoch, comm);
+    p.ideal_epoch_s =
+        ideal_epoch_time(costs, config_.global_batch, config_.samples_per_epoch, comm);
     if (!std::isfinite(p.predicted_epoch_s) || !std::isfinite(p.ideal_epoch_s))
-      throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
-                              "finite", static_cast<long long>(p.epoch + 1),
-                              p.predicted_epoch_s, p.ideal_epoch_s));
+      throw InputError(
+          format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
+                 "finite",
+                 static_cast<long long>(p.epoch + 1), p.predicted_epoch_s, p.ideal_epoch_s));
     return p;
   }
 

@@ -68,9 +68,10 @@ void CostEstimator::observe(const std::vector<Report>& by, std::vector<int>& cha
     if (main.batch <= 0 || main.steps <= 0) continue;
     for (const CostPoint& c : r.work)
       if (!std::isfinite(c.mean_s) || c.mean_s < 0 || !std::isfinite(c.sd_s) || c.sd_s < 0)
-        throw InputError(format("report of rank %zu: work time %g s (sd %g s) at batch %d is "
-                                "not a finite number >= 0",
-                                i, c.mean_s, c.sd_s, c.batch));
+        throw InputError(
+            format("report of rank %zu: work time %g s (sd %g s) at batch %d is "
+                   "not a finite number >= 0",
+                   i, c.mean_s, c.sd_s, c.batch));
     History& h = history_[i];
     const Point* same = nullptr;  // the history at the main point's batch size
     for (const Point& p : h)

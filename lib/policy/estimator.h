@@ -7,13 +7,13 @@
 //   - the epoch's main point (its most frequent batch) is checked against the history's point
 //     at the same batch size if it has one of weight >= kFirmWeight (a difference beyond
 //     kSigmas standard errors and kMinChange relative), else against the fit's extrapolation
-//     (beyond kMinChangeExtrapolated relative: alpha may still be unknown): a change of speed; every history point is then
-//     scaled by the ratio of the new mean to the old and cut to weight kPriorWeight, so this
-//     epoch dominates and a real change is followed at once, with the old batch sizes' shape
-//     as a weak prior. A point of this epoch with fewer than kFirmWeight steps (the short last
-//     step) that disagrees with its prior by more than kMinChangeExtrapolated replaces it
-//     rather than merging into it (and so stays below kFirmWeight: one throttled step is no
-//     fixed cost).
+//     (beyond kMinChangeExtrapolated relative: alpha may still be unknown): a change of speed;
+//     every history point is then scaled by the ratio of the new mean to the old and cut to weight
+//     kPriorWeight, so this epoch dominates and a real change is followed at once, with the old
+//     batch sizes' shape as a weak prior. A point of this epoch with fewer than kFirmWeight steps
+//     (the short last step) that disagrees with its prior by more than kMinChangeExtrapolated
+//     replaces it rather than merging into it (and so stays below kFirmWeight: one throttled step
+//     is no fixed cost).
 //   - otherwise every point's weight is multiplied by kKeep and the epoch's points merged in
 //     (same b: weighted mean and pooled variance; new b: added, the lightest point evicted
 //     beyond kPoints). Steady speeds thus average over about 1 / (1 - kKeep) epochs.

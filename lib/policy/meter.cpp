@@ -40,6 +40,8 @@ Report Meter::report(const Plan& plan, int rank) const {
   return r;
 }
 
-void Meter::reset() { *this = Meter{}; }
+void Meter::reset() {
+  *this = Meter{};
+}
 
 }  // namespace dbs

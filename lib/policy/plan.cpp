@@ -77,7 +77,6 @@ namespace dbs::policy {
 
 using nlohmann::json;
 
-
 json to_json(const Plan& p) {
   json out = {{"epoch", p.epoch + 1},
               {"global_batch", p.global_batch},
@@ -106,8 +105,8 @@ Plan plan_from_json(const Fields& f) {
   p.reason = f.string("reason");
   if (p.batch.empty() || p.offset.size() != p.batch.size() || p.throughput.size() != p.batch.size())
     f.fail("plan has " + std::to_string(p.batch.size()) + " batch sizes, " +
-           std::to_string(p.offset.size()) + " offsets and " +
-           std::to_string(p.throughput.size()) + " throughputs");
+           std::to_string(p.offset.size()) + " offsets and " + std::to_string(p.throughput.size()) +
+           " throughputs");
   std::int64_t sum = 0;
   for (const int b : p.batch) sum += b;
   if (sum != p.global_batch)
@@ -148,9 +147,9 @@ std::array<CostPoint, 2> work_from_json(const Fields& f) {
 
 json to_json(const Report& r) {
   json out = {{"rank", r.rank},     {"epoch", r.epoch + 1},
-          {"batch", r.batch},   {"samples", r.samples},
-          {"steps", r.steps},   {"compute_s", r.compute_s},
-          {"comm_s", r.comm_s}, {"step_rate_median", r.step_rate_median}};
+              {"batch", r.batch},   {"samples", r.samples},
+              {"steps", r.steps},   {"compute_s", r.compute_s},
+              {"comm_s", r.comm_s}, {"step_rate_median", r.step_rate_median}};
   json work = json::array();
   for (const CostPoint& c : r.work)
     if (c.batch > 0) work.push_back({c.batch, c.steps, c.mean_s, c.sd_s});
@@ -173,10 +172,13 @@ Report report_from_json(const Fields& f) {
 }
 
 json to_json(const Settings& s) {
-  json out = {{"policy", to_string(s.policy)}, {"global_batch", s.global_batch},
+  json out = {{"policy", to_string(s.policy)},
+              {"global_batch", s.global_batch},
               {"samples_per_epoch", s.samples_per_epoch},
-              {"min_batch", s.min_batch}, {"max_batch", s.max_batch},
-              {"min_gain", s.min_gain},   {"rebalance_every", s.rebalance_every}};
+              {"min_batch", s.min_batch},
+              {"max_batch", s.max_batch},
+              {"min_gain", s.min_gain},
+              {"rebalance_every", s.rebalance_every}};
   if (s.average_every > 0) {
     out["average_every"] = s.average_every;
     out["average_after_epochs"] = s.average_after_epochs;

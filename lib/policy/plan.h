@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dbs/plan.h>
+
 #include <nlohmann/json.hpp>
 
 #include "lib/common/fields.h"

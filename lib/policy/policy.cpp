@@ -14,7 +14,6 @@
 namespace dbs::policy {
 namespace detail {
 
-
 namespace {
 
 // "" when x is finite and >= 0, else what is wrong with it.
@@ -61,9 +60,10 @@ void check_config(const Settings& c, int world) {
   }
   // Under model averaging the ranks learn each other's step times only at the averages.
   if (c.average_every > 0 && c.rebalance_every % c.average_every != 0) {
-    fail(format("rebalance_every %d is not a multiple of average_every %d (the ranks learn each "
-                "other's step times at the averages)",
-                c.rebalance_every, c.average_every));
+    fail(
+        format("rebalance_every %d is not a multiple of average_every %d (the ranks learn each "
+               "other's step times at the averages)",
+               c.rebalance_every, c.average_every));
   }
   if (c.samples_per_epoch < 0) {
     fail(format("samples_per_epoch must be >= 0, got %lld",
@@ -195,10 +195,10 @@ void fill_predictions(Plan& plan, const std::vector<double>& v, std::int64_t sam
   plan.predicted_epoch_s += plan.exchange_epoch_s;
   plan.ideal_epoch_s = known ? ideal_time(v, static_cast<double>(samples_per_epoch)) : 0.0;
   if (!std::isfinite(plan.predicted_epoch_s) || !std::isfinite(plan.ideal_epoch_s))
-    throw InputError(format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
-                            "finite (throughputs too small or too large)",
-                            static_cast<long long>(plan.epoch + 1), plan.predicted_epoch_s,
-                            plan.ideal_epoch_s));
+    throw InputError(
+        format("plan for epoch %lld: predicted epoch time %g s, ideal %g s: not "
+               "finite (throughputs too small or too large)",
+               static_cast<long long>(plan.epoch + 1), plan.predicted_epoch_s, plan.ideal_epoch_s));
 }
 
 // Apportionment within bounds. Words: w_i the weights scaled to (0, 1]; x_i = clamp(L * w_i, lo,

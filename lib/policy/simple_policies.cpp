@@ -67,8 +67,8 @@ std::unique_ptr<Policy> make_static(const Settings& config, int world) {
   std::vector<int> equal =
       policy::apportion(std::vector<double>(static_cast<std::size_t>(world), 1.0),
                         config.global_batch, config.min_batch, config.max_batch_or_global());
-  return std::make_unique<NeverReplans>("static", config, world, std::move(equal), "static: equal split",
-                                        "initial: equal split");
+  return std::make_unique<NeverReplans>("static", config, world, std::move(equal),
+                                        "static: equal split", "initial: equal split");
 }
 
 std::unique_ptr<Policy> make_fixed(const Settings& config, int world) {

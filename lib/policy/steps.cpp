@@ -13,10 +13,12 @@ namespace dbs {
 
 std::vector<int> step_batch(const Plan& plan, int samples) {
   if (samples == plan.global_batch) return plan.batch;
-  return policy::apportion(std::vector<double>(plan.batch.begin(), plan.batch.end()), samples, 0, samples);
+  return policy::apportion(std::vector<double>(plan.batch.begin(), plan.batch.end()), samples, 0,
+                           samples);
 }
 
-std::vector<std::int64_t> permutation(std::int64_t samples, std::uint64_t seed, std::int64_t epoch) {
+std::vector<std::int64_t> permutation(std::int64_t samples, std::uint64_t seed,
+                                      std::int64_t epoch) {
   if (samples < 0) throw InputError("permutation of " + std::to_string(samples) + " samples");
   if (epoch < 0) throw InputError("permutation of epoch " + std::to_string(epoch));
   return data::EpochSampler(static_cast<std::size_t>(samples), seed)

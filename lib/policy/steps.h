@@ -4,11 +4,11 @@
 // the simulator computes what the agents do. What only dbs's own code needs of it is below.
 #pragma once
 
+#include <dbs/steps.h>
+
 #include <cstdint>
 #include <utility>
 #include <vector>
-
-#include <dbs/steps.h>
 
 #include "lib/policy/plan.h"
 

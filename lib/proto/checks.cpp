@@ -34,9 +34,8 @@ void count(const char* field, std::int64_t x, std::int64_t lo, std::int64_t hi) 
 void figure(const char* field, double x) {
   if (x == 0 || (x >= kMinFigure && x <= kMaxFigure)) return;
   throw ProtocolError(ErrorCode::invalid, std::string("field '") + field +
-                                              "' must be 0 or a number in [" +
-                                              number(kMinFigure) + ", " + number(kMaxFigure) +
-                                              "], got " + number(x));
+                                              "' must be 0 or a number in [" + number(kMinFigure) +
+                                              ", " + number(kMaxFigure) + "], got " + number(x));
 }
 
 }  // namespace
@@ -58,8 +57,7 @@ void check_bounds(const Settings& c) {
   count("samples_per_epoch", c.samples_per_epoch, 0, kMaxSamples);
 }
 
-std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world,
-                         const Settings& config) {
+std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world, const Settings& config) {
   try {
     if (plan.world() != world || plan.offset.size() != plan.batch.size())
       return "plan has " + std::to_string(plan.world()) + " ranks, the job has " +
@@ -103,8 +101,7 @@ void check_rank(int rank, int world) {
                                                 std::to_string(world) + " ranks");
 }
 
-void check_join(const std::string& job, int world, const Settings& config,
-                const RegisterMsg& r) {
+void check_join(const std::string& job, int world, const Settings& config, const RegisterMsg& r) {
   if (r.world != world)
     throw ProtocolError(ErrorCode::conflict, "job '" + job + "' has " + std::to_string(world) +
                                                  " ranks, not " + std::to_string(r.world));
@@ -114,8 +111,7 @@ void check_join(const std::string& job, int world, const Settings& config,
                                                  policy::to_json(*r.config).dump());
 }
 
-std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world,
-                          const Settings& config) {
+std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world, const Settings& config) {
   const auto e1 = [](std::int64_t e) { return std::to_string(e + 1); };
   if (plan.epoch != epoch)
     return "plan is for epoch " + e1(plan.epoch) + ", expected epoch " + e1(epoch);
@@ -138,7 +134,8 @@ std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world,
 }
 
 std::string munge_payload(const std::string& job, int rank) {
-  return "dbs-register v" + std::to_string(kVersion) + " job=" + job + " rank=" + std::to_string(rank);
+  return "dbs-register v" + std::to_string(kVersion) + " job=" + job +
+         " rank=" + std::to_string(rank);
 }
 
 bool tokens_equal(std::string_view expected, std::string_view presented) {

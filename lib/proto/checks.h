@@ -37,8 +37,7 @@ void check_bounds(const Settings& config);
 // finds nothing in it; else the first refusal, in decode's words where decode refuses a share.
 // The daemon asserts this before sending a plan. O(world): one share is decoded, the others
 // only where share_decodes says no.
-std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world,
-                         const Settings& config);
+std::string plan_refusal(const Plan& plan, std::int64_t epoch, int world, const Settings& config);
 
 // Whether decode accepts the fields that are rank `rank`'s own in its share of `plan` (batch,
 // offset, throughput), given that it accepts the fields all ranks share.
@@ -50,13 +49,11 @@ void check_rank(int rank, int world);
 // Throws ProtocolError(conflict) when a register for an existing job disagrees with it:
 //   "job 'j' has 2 ranks, not 3"
 //   "job 'j' runs with config {...}, not {...}"
-void check_join(const std::string& job, int world, const Settings& config,
-                const RegisterMsg& r);
+void check_join(const std::string& job, int world, const Settings& config, const RegisterMsg& r);
 
 // "" when plan can be the plan of `epoch` (0-based) for a job of `world` ranks with config,
 // else why not, e.g. "plan is for epoch 5, expected epoch 4".
-std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world,
-                          const Settings& config);
+std::string plan_mismatch(const Plan& plan, std::int64_t epoch, int world, const Settings& config);
 
 // A register's munge credential: "auth" is kMungeScheme + the credential, at most kMaxAuth
 // bytes. Its payload binds it to one register: munge_payload(job, rank), so that a credential

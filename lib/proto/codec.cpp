@@ -96,8 +96,8 @@ std::uint64_t hash_of(const Fields& f) {
 }
 
 json body(const RegisterMsg& m) {
-  json j = {{"job", m.job}, {"token", m.token}, {"rank", m.rank}, {"world", m.world},
-            {"host", m.host}};
+  json j = {
+      {"job", m.job}, {"token", m.token}, {"rank", m.rank}, {"world", m.world}, {"host", m.host}};
   if (m.config) j["config"] = policy::to_json(*m.config);
   if (!m.waiting.empty()) j["waiting"] = m.waiting;
   if (!m.auth.empty()) j["auth"] = m.auth;
@@ -112,7 +112,8 @@ json body(const ReportMsg& m) {
 
 // "{"v":2,"type":"T","k":..." of type and body: the message without its closing "}\n".
 std::string open_line(const char* type, const json& body) {
-  std::string out = std::string("{\"v\":") + std::to_string(kVersion) + ",\"type\":\"" + type + "\"";
+  std::string out =
+      std::string("{\"v\":") + std::to_string(kVersion) + ",\"type\":\"" + type + "\"";
   if (body.empty()) return out;
   const std::string fields = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return out + "," + fields.substr(1, fields.size() - 2);
@@ -248,9 +249,9 @@ std::string encode(const Message& message) {
   return std::visit(
       [&message](const auto& m) -> std::string {
         if constexpr (std::is_same_v<std::decay_t<decltype(m)>, PlanMsg>) {
-          std::string out = plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
-                                      m.ideal_epoch_s, m.changed, m.reason, m.hash,
-                                      m.exchange_epoch_s);
+          std::string out =
+              plan_head(m.job, m.epoch, m.world, m.global_batch, m.predicted_epoch_s,
+                        m.ideal_epoch_s, m.changed, m.reason, m.hash, m.exchange_epoch_s);
           append_tail(out, m.rank, m.batch, m.offset, m.throughput);
           return out;
         } else {

@@ -11,11 +11,11 @@
 namespace dbs::proto {
 
 struct RegisterMsg {
-  std::string job;                  // job id: 1-64 of A-Z a-z 0-9 . _ -, not starting with .
-  std::string token;                // the job token ("" when the daemon runs without one)
-  int rank = 0;                     // 0 <= rank < world
-  int world = 1;                    // ranks of the job
-  std::string host;                 // the rank's host name (for traces and the status page)
+  std::string job;                 // job id: 1-64 of A-Z a-z 0-9 . _ -, not starting with .
+  std::string token;               // the job token ("" when the daemon runs without one)
+  int rank = 0;                    // 0 <= rank < world
+  int world = 1;                   // ranks of the job
+  std::string host;                // the rank's host name (for traces and the status page)
   std::optional<Settings> config;  // required to create the job; empty = join only
   std::string waiting;  // how the rank waits in collectives and why (status page); "" = unsaid
   // Who the rank's user is: "munge:<credential>" of proto::munge_payload(job, rank), or "" (none).
@@ -42,7 +42,7 @@ struct PlanMsg {
   double predicted_epoch_s = 0, ideal_epoch_s = 0;
   bool changed = false;
   std::string reason;
-  std::uint64_t hash = 0;  // plan_hash of the whole plan
+  std::uint64_t hash = 0;       // plan_hash of the whole plan
   double exchange_epoch_s = 0;  // the exchange's seconds in predicted_epoch_s (0 = not known)
   bool operator==(const PlanMsg&) const = default;
 };

@@ -78,8 +78,7 @@ Share share_of(const PlanMsg& m) {
                     m.changed, m.reason)};
 }
 
-std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
-                                     std::string& why) {
+std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all, std::string& why) {
   std::string lacking;
   for (std::size_t r = 0; r < all.size(); ++r)
     if (all[r].hash == 0 || all[r].hash != all[0].hash || all[r].head != all[0].head)

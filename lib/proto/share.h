@@ -35,7 +35,6 @@ Share share_of(const PlanMsg& message);
 
 // The plan whose shares `all` holds (indexed by rank), the fields every rank receives alike taken
 // from `mine`; nothing, with `why` set, unless all hold shares of one plan.
-std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all,
-                                     std::string& why);
+std::optional<Plan> assemble(const PlanMsg& mine, std::span<const Share> all, std::string& why);
 
 }  // namespace dbs::proto

@@ -100,7 +100,8 @@ std::vector<RankFit> shapes(const Trace& trace, const std::vector<std::vector<do
       if (!(f > 0)) continue;
       for (const CostPoint& p : trace.epochs[k].reports[i].work) {
         if (p.batch <= 0 || p.steps < kShapeSteps || !(p.mean_s > 0)) continue;
-        samples.push_back({static_cast<double>(p.batch), static_cast<double>(p.steps), p.mean_s / f});
+        samples.push_back(
+            {static_cast<double>(p.batch), static_cast<double>(p.steps), p.mean_s / f});
         ++sizes[p.batch];
       }
     }
@@ -233,9 +234,9 @@ EpochRun recorded_run(const Trace& trace, const Cluster& cluster, const CostMode
                       std::size_t k) {
   const EpochRecords& rec = trace.epochs[k];
   std::size_t next = 1;
-  const Replanner replay_recorded =
-      [&rec, &next](const Plan& /*current*/, std::int64_t step,
-                    std::span<const Report> /*window*/) -> std::optional<Plan> {
+  const Replanner replay_recorded = [&rec, &next](
+                                        const Plan& /*current*/, std::int64_t step,
+                                        std::span<const Report> /*window*/) -> std::optional<Plan> {
     if (next < rec.plans.size() && rec.plans[next].step == step) {
       Plan p = rec.plans[next++].plan;
       p.epoch = rec.epoch;
@@ -272,8 +273,7 @@ Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
   unit.base.assign(epochs, std::vector<double>(n, 1.0));
   const std::vector<std::vector<double>> steady =
       work ? steady_factors(unit) : std::vector<std::vector<double>>{};
-  std::vector<RankFit> ranks =
-      work ? shapes(trace, steady) : std::vector<RankFit>(n);
+  std::vector<RankFit> ranks = work ? shapes(trace, steady) : std::vector<RankFit>(n);
   if (work) {
     unit.alpha.assign(epochs, std::vector<double>(n, 0.0));
     for (std::size_t e = 0; e < epochs; ++e)

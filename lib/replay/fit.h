@@ -56,7 +56,7 @@
 namespace dbs::replay {
 
 inline constexpr double kDefaultLatency = 20e-6;  // seconds per allreduce message
-inline constexpr std::int64_t kShapeSteps = 3;     // least steps of a work point the shape uses
+inline constexpr std::int64_t kShapeSteps = 3;    // least steps of a work point the shape uses
 
 struct CostOptions {
   std::optional<double> latency_s;   // default kDefaultLatency
@@ -67,10 +67,10 @@ struct CostOptions {
 
 // How a rank's cost was fitted, for the model line.
 struct RankFit {
-  double shape = 0;      // a_i = alpha / beta, samples (0 = proportional)
-  int sizes = 0;         // distinct batch sizes the shape was fitted from (< 2: assumed)
+  double shape = 0;  // a_i = alpha / beta, samples (0 = proportional)
+  int sizes = 0;     // distinct batch sizes the shape was fitted from (< 2: assumed)
   int min_batch = 0, max_batch = 0;  // their range
-  double held = 0;       // the quota's share of full speed (0 = none)
+  double held = 0;                   // the quota's share of full speed (0 = none)
 };
 
 // Throws InputError when the trace's plans do not fit its header (world, batch).

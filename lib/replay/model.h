@@ -30,8 +30,8 @@ inline constexpr double kCfsPeriod = 0.1;  // seconds: the CFS bandwidth period'
 
 struct Cluster {
   int world = 0;
-  int global_batch = 0;                   // B
-  std::int64_t samples_per_epoch = 0;     // N
+  int global_batch = 0;                    // B
+  std::int64_t samples_per_epoch = 0;      // N
   std::vector<std::vector<double>> base;   // [epoch][rank] samples/s outside slowdowns: 1 / beta
   std::vector<std::vector<double>> alpha;  // [epoch][rank] seconds per step whatever b (empty = 0)
   std::vector<double> held;                // [rank] quota's share of full speed (empty, 0 = none)
@@ -81,9 +81,9 @@ struct CostModel {
   double allreduce_s = 0;  // pure allreduce: what the slowest rank spends in it
   double overhead_s = 0;   // what a step holds besides work and allreduce (bookkeeping, waking)
   Allreduce algorithm = Allreduce::ring;  // the allreduce model (informative)
-  double latency_s = 0;    // per message of the allreduce model (informative)
-  double bandwidth = 0;    // bytes/s of the allreduce model (0 = infinite; informative)
-  double bytes = 0;        // bytes allreduced per step
+  double latency_s = 0;                   // per message of the allreduce model (informative)
+  double bandwidth = 0;  // bytes/s of the allreduce model (0 = infinite; informative)
+  double bytes = 0;      // bytes allreduced per step
   double step_s() const { return allreduce_s + overhead_s; }
 };
 
@@ -108,7 +108,7 @@ double allreduce_bytes(std::int64_t params, int world);
 struct PlanAt {
   std::int64_t step = 0;
   std::string source;  // initial, embedded, rebalance, replay, ...
-  Plan plan;   // plan.epoch counts from 0
+  Plan plan;           // plan.epoch counts from 0
 };
 
 }  // namespace dbs::replay

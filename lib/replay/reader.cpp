@@ -34,8 +34,8 @@ Header parse_header(const json& j, const std::string& where) {
   Header out;
   out.version = h.small("version", 0);
   if (out.version < 1 || out.version > trace::kVersion) {
-    h.fail("unknown trace version " + std::to_string(out.version) + " (this dbs reads versions 1 to " +
-           std::to_string(trace::kVersion) + ")");
+    h.fail("unknown trace version " + std::to_string(out.version) +
+           " (this dbs reads versions 1 to " + std::to_string(trace::kVersion) + ")");
   }
   out.config = h.need("config");
   if (out.version == 1 && out.config.is_object() && out.config.contains("train_samples")) {

@@ -20,26 +20,26 @@ namespace dbs::replay {
 
 // The header's config, the fields replay uses; `config` keeps all of it.
 struct Header {
-  int version = 0;            // of the trace format
+  int version = 0;  // of the trace format
   int world = 0;
-  Settings settings;  // the run's; samples_per_epoch >= 1
-  std::int64_t params = 0;    // model parameters (0 = not recorded)
-  int epochs = 0;             // epochs the run was asked for (0 = not recorded)
+  Settings settings;        // the run's; samples_per_epoch >= 1
+  std::int64_t params = 0;  // model parameters (0 = not recorded)
+  int epochs = 0;           // epochs the run was asked for (0 = not recorded)
   nlohmann::json config;
 };
 
 // All records of one finished epoch.
 struct EpochRecords {
-  std::int64_t epoch = 0;               // counts from 0
-  std::vector<PlanAt> plans;            // [0]: the plan it started under; then re-plans, by step
+  std::int64_t epoch = 0;       // counts from 0
+  std::vector<PlanAt> plans;    // [0]: the plan it started under; then re-plans, by step
   std::vector<Report> reports;  // one per rank, indexed by rank
   std::vector<trace::Disturbance> disturbances;  // ground truth of injected slowdowns active in it
-  double wall_s = 0;                    // training time of the epoch (eval record)
-  int replans = 0;                      // mid-epoch re-plans (eval record)
-  int line = 0;                         // line of its eval record
-  trace::Eval eval;                     // its eval record
-  std::vector<trace::TimingRecord> timings;  // the agent's timing records of it, if any
-  std::vector<trace::CpuRecord> cpu;         // the agent's cpu records of it, if any
+  double wall_s = 0;                             // training time of the epoch (eval record)
+  int replans = 0;                               // mid-epoch re-plans (eval record)
+  int line = 0;                                  // line of its eval record
+  trace::Eval eval;                              // its eval record
+  std::vector<trace::TimingRecord> timings;      // the agent's timing records of it, if any
+  std::vector<trace::CpuRecord> cpu;             // the agent's cpu records of it, if any
 };
 
 struct Trace {

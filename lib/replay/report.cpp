@@ -17,7 +17,9 @@ struct Pieces {
   std::vector<std::vector<double>> values;
 };
 
-std::string fixed(double x) { return format("%.3f", x); }
+std::string fixed(double x) {
+  return format("%.3f", x);
+}
 
 chart::Series series(std::string label, std::string color, std::vector<double> x,
                      std::vector<double> y = {}) {
@@ -29,7 +31,9 @@ chart::Series series(std::string label, std::string color, std::vector<double> x
   return s;
 }
 
-std::vector<chart::Series> per_rank(const Pieces& p) { return chart::per_rank(p.x, p.values, true); }
+std::vector<chart::Series> per_rank(const Pieces& p) {
+  return chart::per_rank(p.x, p.values, true);
+}
 
 Pieces throughput_pieces(const Cluster& c) {
   Pieces p;
@@ -86,13 +90,13 @@ std::string summary_table(const Replay& r) {
       "<table><tr><th>policy</th><th>total s</th><th>ideal s</th><th>efficiency</th>"
       "<th>plan changes</th><th>speedup over static</th></tr>\n";
   for (const SimResult& res : r.results) {
-    t += "<tr><td>" + chart::escape(to_string(res.config.policy)) + "</td><td>" + fixed(res.total_s) +
-         "</td><td>" + fixed(res.ideal_s) + "</td><td>" + fixed(res.efficiency()) +
-         "</td><td>" + std::to_string(res.changes) + "</td><td>" + fixed(r.speedup(res)) +
-         "x</td></tr>\n";
+    t += "<tr><td>" + chart::escape(to_string(res.config.policy)) + "</td><td>" +
+         fixed(res.total_s) + "</td><td>" + fixed(res.ideal_s) + "</td><td>" +
+         fixed(res.efficiency()) + "</td><td>" + std::to_string(res.changes) + "</td><td>" +
+         fixed(r.speedup(res)) + "x</td></tr>\n";
   }
-  t += "<tr><td>recorded run (" + chart::escape(to_string(r.header.settings.policy)) + ")</td><td>" +
-       fixed(r.recorded_total_s) + "</td><td></td><td></td><td></td><td>" +
+  t += "<tr><td>recorded run (" + chart::escape(to_string(r.header.settings.policy)) +
+       ")</td><td>" + fixed(r.recorded_total_s) + "</td><td></td><td></td><td></td><td>" +
        (r.recorded >= 0 ? "replay error " + format("%.1f", 100 * r.error()) + "%" : std::string()) +
        "</td></tr>\n";
   return t + "</table>\n";
@@ -118,7 +122,8 @@ std::string epoch_table(const Replay& r) {
 
 // Stacked bands per epoch of one policy's time: balanced compute, imbalance, exchange, overhead.
 std::string where_chart(const SimResult& res) {
-  chart::Chart c{"Where the time goes: " + to_string(res.config.policy), "epoch", "seconds", {}, true};
+  chart::Chart c{
+      "Where the time goes: " + to_string(res.config.policy), "epoch", "seconds", {}, true};
   std::vector<double> x;
   for (std::size_t e = 0; e <= res.epochs.size(); ++e) x.push_back(static_cast<double>(e + 1));
   const char* names[] = {"balanced compute", "imbalance", "exchange", "overhead"};
@@ -158,12 +163,12 @@ std::string where_table(const Replay& r) {
 std::string html_report(const Replay& r) {
   const Header& h = r.header;
   std::string o = "<h1>dbs replay</h1>\n<p>Trace <code>" + chart::escape(r.path) +
-       "</code>: " + std::to_string(h.world) + " ranks, global batch " +
-       std::to_string(h.settings.global_batch) + ", " +
-       std::to_string(h.settings.samples_per_epoch) +
-       " samples per epoch (" + std::to_string(r.cluster.steps()) + " steps), " +
-       std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
-       chart::escape(to_string(h.settings.policy)) + "</code>.</p>\n";
+                  "</code>: " + std::to_string(h.world) + " ranks, global batch " +
+                  std::to_string(h.settings.global_batch) + ", " +
+                  std::to_string(h.settings.samples_per_epoch) + " samples per epoch (" +
+                  std::to_string(r.cluster.steps()) + " steps), " +
+                  std::to_string(r.cluster.epochs()) + " epochs, recorded with policy <code>" +
+                  chart::escape(to_string(h.settings.policy)) + "</code>.</p>\n";
   o += "<p class=\"note\">Model: " + chart::escape(describe_model(r)) + ". " +
        chart::escape(describe_ranks(r)) +
        ". Ideal: every step split in proportion to the throughputs, plus allreduce and "
@@ -178,12 +183,12 @@ std::string html_report(const Replay& r) {
   for (const SimResult& res : r.results) o += where_chart(res);
   o += "<h2>Throughput per rank</h2>\n";
   chart::Chart tp{"Throughput per rank (ground truth)", "epoch", "samples/s",
-                per_rank(throughput_pieces(r.cluster)), true};
+                  per_rank(throughput_pieces(r.cluster)), true};
   o += chart::render(tp);
   o += "<h2>Batch size per rank</h2>\n";
   for (const SimResult& res : r.results) {
-    chart::Chart b{"Batch size per rank: " + to_string(res.config.policy), "epoch", "samples per step",
-                 per_rank(batch_pieces(res, r.cluster)), true};
+    chart::Chart b{"Batch size per rank: " + to_string(res.config.policy), "epoch",
+                   "samples per step", per_rank(batch_pieces(res, r.cluster)), true};
     o += chart::render(b);
   }
   o += "<h2>Per epoch</h2>\n<details><summary>simulated, ideal and recorded seconds per "

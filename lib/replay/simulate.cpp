@@ -117,7 +117,8 @@ double expected_max(const std::vector<std::pair<double, double>>& times) {
     const double cdf = 0.5 * std::erfc(-a / std::sqrt(2.0)), tail = 1.0 - cdf;
     const double pdf = std::exp(-0.5 * a * a) / std::sqrt(2.0 * std::numbers::pi);
     const double m1 = mean * cdf + m * tail + theta * pdf;
-    const double m2 = (mean * mean + var) * cdf + (m * m + sd * sd) * tail + (mean + m) * theta * pdf;
+    const double m2 =
+        (mean * mean + var) * cdf + (m * m + sd * sd) * tail + (mean + m) * theta * pdf;
     mean = m1;
     var = std::max(0.0, m2 - m1 * m1);
   }
@@ -192,8 +193,8 @@ double ideal_step(const Chunk& ch, const Cluster& c, std::int64_t e, int samples
 // (a held rank's: the larger of its wall time and its sustained time cost / share), scaled by
 // the recorded run's factors (Cluster::work_bias).
 std::array<CostPoint, 2> work_of(const Cluster& c, const Cluster::WorkBias& bias,
-                                         const std::vector<Chunk>& chunks, std::size_t from,
-                                         std::size_t i) {
+                                 const std::vector<Chunk>& chunks, std::size_t from,
+                                 std::size_t i) {
   if (!bias.reported) return {};
   const double share = c.held_share(i);
   std::vector<std::pair<int, double>> steps;
@@ -219,10 +220,9 @@ std::array<CostPoint, 2> work_of(const Cluster& c, const Cluster::WorkBias& bias
 // waiting for the slowest rank plus allreduce_s per step when with_comm (the agent's epoch
 // report times the allreduce including the wait); reports over a window of steps carry none
 // (the agent's carry only compute times).
-std::vector<Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunks,
-                                       std::size_t from, std::int64_t epoch,
-                                       const Plan& plan, bool with_comm,
-                                       double allreduce_s) {
+std::vector<Report> reports_of(const Cluster& c, const std::vector<Chunk>& chunks, std::size_t from,
+                               std::int64_t epoch, const Plan& plan, bool with_comm,
+                               double allreduce_s) {
   const std::vector<double>* bias =
       c.median_bias.empty() ? nullptr : &c.median_bias[static_cast<std::size_t>(epoch)];
   std::vector<std::pair<double, std::int64_t>> rates;  // (rate, steps)
@@ -323,8 +323,7 @@ EpochRun run_epoch(const Cluster& c, const CostModel& cost, std::int64_t e, cons
     chunks.push_back(std::move(ch));
     s = next;
     if (K > 0 && s % K == 0 && s < S) {
-      const std::vector<Report> window =
-          reports_of(c, chunks, window_from, e, plan, false, 0);
+      const std::vector<Report> window = reports_of(c, chunks, window_from, e, plan, false, 0);
       if (std::optional<Plan> p = replan(plan, s, window)) {
         plan = std::move(*p);
         run.plans.push_back({s, "rebalance", plan});
@@ -347,9 +346,8 @@ SimResult simulate(const Cluster& c, const CostModel& cost, Settings config) {
   config.samples_per_epoch = c.samples_per_epoch;
   // The planner the agent embeds: its plan in force is the simulated run's plan.
   planner::Embedded planner(config, c.world);
-  const Replanner replan =
-      [&planner](const Plan& /*current*/, std::int64_t /*step*/,
-                 std::span<const Report> window) -> std::optional<Plan> {
+  const Replanner replan = [&planner](const Plan& /*current*/, std::int64_t /*step*/,
+                                      std::span<const Report> window) -> std::optional<Plan> {
     if (std::optional<Planned> p = planner.rebalance(window)) return std::move(p->plan);
     return std::nullopt;
   };

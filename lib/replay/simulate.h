@@ -29,15 +29,15 @@ namespace dbs::replay {
 // Where an epoch's time goes: time_s = ideal_compute_s (every step split perfectly) + the
 // imbalance (compute_s - ideal_compute_s) + exchange_s + overhead_s.
 struct EpochRun {
-  double time_s = 0;           // training time of the epoch: compute_s + exchange_s + overhead_s
-  double compute_s = 0;        // sum over steps of the slowest rank's work
-  double exchange_s = 0;       // S * the cost model's allreduce
-  double overhead_s = 0;       // S * the cost model's overhead
-  double ideal_s = 0;          // ideal_compute_s + exchange_s + overhead_s
-  double ideal_compute_s = 0;  // sum over steps of the common level of a perfect split
-  int replans = 0;             // plan changes inside the epoch
-  int changes = 0;             // replans, plus 1 when the epoch starts under a changed plan
-  std::vector<PlanAt> plans;   // [0]: the plan it started under, then each change
+  double time_s = 0;            // training time of the epoch: compute_s + exchange_s + overhead_s
+  double compute_s = 0;         // sum over steps of the slowest rank's work
+  double exchange_s = 0;        // S * the cost model's allreduce
+  double overhead_s = 0;        // S * the cost model's overhead
+  double ideal_s = 0;           // ideal_compute_s + exchange_s + overhead_s
+  double ideal_compute_s = 0;   // sum over steps of the common level of a perfect split
+  int replans = 0;              // plan changes inside the epoch
+  int changes = 0;              // replans, plus 1 when the epoch starts under a changed plan
+  std::vector<PlanAt> plans;    // [0]: the plan it started under, then each change
   std::vector<Report> reports;  // per rank over the epoch (comm_s includes waiting)
   std::vector<Report> basis;    // with re-plans every K steps: over the last K steps
   Plan next;                    // the plan for the next epoch (simulate only)
@@ -46,8 +46,8 @@ struct EpochRun {
 // Called after every K-th step of an epoch (not after its last step) with the plan in force,
 // the number of steps done and the reports over the steps since the last call; returns the plan
 // to switch to, or nothing to keep the current one.
-using Replanner = std::function<std::optional<Plan>(
-    const Plan& current, std::int64_t step, std::span<const Report> window)>;
+using Replanner = std::function<std::optional<Plan>(const Plan& current, std::int64_t step,
+                                                    std::span<const Report> window)>;
 
 // Epoch `epoch` (from 0) of the cluster starting under `start`; rebalance_every 0 = no re-plans.
 EpochRun run_epoch(const Cluster& cluster, const CostModel& cost, std::int64_t epoch,

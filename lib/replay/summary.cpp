@@ -115,9 +115,8 @@ std::string single(const Replay& r) {
   const SimResult& res = r.results.front();
   const bool rec = r.recorded == 0;
   Table t;
-  std::vector<std::string> head{"epoch",      "time_s",   "ideal_s",     "efficiency",
-                                "changes",    "balanced", "imbalance",   "exchange",
-                                "overhead",   "recorded_s"};
+  std::vector<std::string> head{"epoch",    "time_s",    "ideal_s",  "efficiency", "changes",
+                                "balanced", "imbalance", "exchange", "overhead",   "recorded_s"};
   if (rec) head.push_back("error");
   t.row(head);
   const auto row_of = [](std::vector<std::string> row, const Breakdown& b) {
@@ -127,24 +126,26 @@ std::string single(const Replay& r) {
   };
   for (std::size_t e = 0; e < res.epochs.size(); ++e) {
     const EpochRun& x = res.epochs[e];
-    std::vector<std::string> row = row_of(
-        {std::to_string(e + 1), seconds(x.time_s), seconds(x.ideal_s),
-         format("%.3f", x.ideal_s / x.time_s), std::to_string(x.changes)},
-        breakdown(x));
+    std::vector<std::string> row =
+        row_of({std::to_string(e + 1), seconds(x.time_s), seconds(x.ideal_s),
+                format("%.3f", x.ideal_s / x.time_s), std::to_string(x.changes)},
+               breakdown(x));
     row.push_back(seconds(r.recorded_s[e]));
     if (rec) row.push_back(percent((x.time_s - r.recorded_s[e]) / r.recorded_s[e]));
     t.row(row);
   }
-  std::vector<std::string> total = row_of(
-      {"total", seconds(res.total_s), seconds(res.ideal_s), format("%.3f", res.efficiency()),
-       std::to_string(res.changes)},
-      breakdown(res));
+  std::vector<std::string> total =
+      row_of({"total", seconds(res.total_s), seconds(res.ideal_s), format("%.3f", res.efficiency()),
+              std::to_string(res.changes)},
+             breakdown(res));
   total.push_back(seconds(r.recorded_total_s));
   if (rec) total.push_back(percent(r.error()));
   t.row(total);
-  std::string out = "policy " + to_string(res.config.policy) + ": " + settings(res.config) + "\n" + t.str();
-  out += "balanced + imbalance + exchange + overhead = time_s: balanced is every step split in "
-         "proportion to the ranks' speeds, imbalance the slowest rank's excess over it\n";
+  std::string out =
+      "policy " + to_string(res.config.policy) + ": " + settings(res.config) + "\n" + t.str();
+  out +=
+      "balanced + imbalance + exchange + overhead = time_s: balanced is every step split in "
+      "proportion to the ranks' speeds, imbalance the slowest rank's excess over it\n";
   out += format("speedup over static: %.3fx (static %s s)\n", r.speedup(res),
                 seconds(r.baseline.total_s).c_str());
   if (rec) {
@@ -178,8 +179,9 @@ std::string compare(const Replay& r) {
   for (auto* row : {&total, &eff, &changes, &speed}) t.row(*row);
   std::string out = "policies side by side: " + settings(first.config) + "\n" + t.str();
   out += "speedup: static's total time over the policy's";
-  if (std::none_of(r.results.begin(), r.results.end(),
-                   [](const SimResult& x) { return x.config.policy.kind == PolicySpec::Kind::equal_split; })) {
+  if (std::none_of(r.results.begin(), r.results.end(), [](const SimResult& x) {
+        return x.config.policy.kind == PolicySpec::Kind::equal_split;
+      })) {
     out += format(" (static: %s s)", seconds(r.baseline.total_s).c_str());
   }
   out += "\n";
@@ -224,9 +226,10 @@ std::string describe_ranks(const Replay& r) {
                                 : "work per step in proportion to the batch (no work times "
                                   "in the trace; update and gathering are in the overhead):";
   const auto held = [&](std::size_t i) {
-    return fits[i].held > 0 ? format(", held by its CPU quota to %.3g%% of full speed in %s "
-                                     "periods (times at full speed)",
-                                     100 * fits[i].held, duration(c.period_s).c_str())
+    return fits[i].held > 0 ? format(
+                                  ", held by its CPU quota to %.3g%% of full speed in %s "
+                                  "periods (times at full speed)",
+                                  100 * fits[i].held, duration(c.period_s).c_str())
                             : std::string();
   };
   if (fits.size() <= 8) {
@@ -236,10 +239,9 @@ std::string describe_ranks(const Replay& r) {
       out += format("\n  rank %zu: %s + %s/sample", i, duration(alpha).c_str(),
                     duration(beta).c_str());
       if (fixed_costs) {
-        out += fits[i].sizes >= 2
-                   ? format(" (fixed cost fitted from batch sizes %d-%d)", fits[i].min_batch,
-                            fits[i].max_batch)
-                   : std::string(" (one batch size: proportional assumed)");
+        out += fits[i].sizes >= 2 ? format(" (fixed cost fitted from batch sizes %d-%d)",
+                                           fits[i].min_batch, fits[i].max_batch)
+                                  : std::string(" (one batch size: proportional assumed)");
       }
       out += held(i);
     }
@@ -251,9 +253,10 @@ std::string describe_ranks(const Replay& r) {
     held_ranks += f.held > 0 ? 1 : 0;
   }
   if (fixed_costs) {
-    out += format(" fixed cost fitted for %d of %zu ranks (the others ran one batch size: "
-                  "proportional assumed)",
-                  fitted, fits.size());
+    out += format(
+        " fixed cost fitted for %d of %zu ranks (the others ran one batch size: "
+        "proportional assumed)",
+        fitted, fits.size());
   }
   if (held_ranks > 0) out += format("; %d ranks held by CPU quotas", held_ranks);
   return out + "\n";
@@ -266,7 +269,8 @@ std::string text_summary(const Replay& r) {
       "epochs, recorded with policy %s\n",
       r.path.c_str(), h.world, h.settings.global_batch,
       static_cast<long long>(h.settings.samples_per_epoch),
-      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(), to_string(h.settings.policy).c_str());
+      static_cast<long long>(r.cluster.steps()), r.cluster.epochs(),
+      to_string(h.settings.policy).c_str());
   out += "model: " + describe_model(r) + "\n" + describe_ranks(r);
   out +=
       "ideal: every step split in proportion to the throughputs, plus allreduce and overhead\n\n";

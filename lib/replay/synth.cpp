@@ -57,7 +57,8 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
   std::vector<NodeType> out;
   if (f.has("speeds") == f.has("nodes")) f.fail("give exactly one of 'nodes' and 'speeds'");
   if (f.has("speeds")) {
-    for (const double s : f.numbers("speeds", 1e-300, kHuge)) out.push_back({"rank", 1, s * base, 0});
+    for (const double s : f.numbers("speeds", 1e-300, kHuge))
+      out.push_back({"rank", 1, s * base, 0});
     return out;
   }
   const json& nodes = f.need("nodes");
@@ -75,7 +76,8 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
     if (node.has("throughput")) t.throughput = positive(node, "throughput");
     if (node.has("epoch_s")) t.throughput = static_cast<double>(n) / positive(node, "epoch_s");
     if (node.has("beta_s")) t.throughput = 1.0 / positive(node, "beta_s");
-    if (!std::isfinite(t.throughput) || t.throughput <= 0) node.fail("the cost gives no finite throughput");
+    if (!std::isfinite(t.throughput) || t.throughput <= 0)
+      node.fail("the cost gives no finite throughput");
     t.alpha_s = node.number_or("alpha_s", 0, 0, kHuge);
     out.push_back(t);
   }
@@ -93,8 +95,8 @@ std::vector<int> ranks_of(const Fields& d, int world) {
     const std::string r = d.string("ranks");
     int first = -1, last = -1;
     char tail = 0;
-    if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 ||
-        last < first || last >= world) {
+    if (std::sscanf(r.c_str(), "%d-%d%c", &first, &last, &tail) != 2 || first < 0 || last < first ||
+        last >= world) {
       d.fail("'ranks' \"" + r + "\" is not a range first-last within 0-" +
              std::to_string(world - 1));
     }
@@ -118,11 +120,13 @@ std::vector<Fields> entries(const Fields& f, const std::string& name, const char
 }
 
 // Every rank's link: latency_s and bandwidth, or the last network entry naming the rank.
-std::vector<Link> parse_links(const Fields& f, const std::string& name, const Link& all, int world) {
+std::vector<Link> parse_links(const Fields& f, const std::string& name, const Link& all,
+                              int world) {
   std::vector<Link> out(static_cast<std::size_t>(world), all);
   for (const Fields& e : entries(f, name, "network")) {
     e.only({"rank", "ranks", "latency_s", "bandwidth", "comment"});
-    if (!e.has("latency_s") && !e.has("bandwidth")) e.fail("give 'latency_s' or 'bandwidth' (or both)");
+    if (!e.has("latency_s") && !e.has("bandwidth"))
+      e.fail("give 'latency_s' or 'bandwidth' (or both)");
     const Link link{e.number_or("latency_s", all.latency_s, 0, kHuge),
                     e.number_or("bandwidth", all.bandwidth, 0, kHuge)};
     for (const int r : ranks_of(e, world)) out[static_cast<std::size_t>(r)] = link;
@@ -130,7 +134,8 @@ std::vector<Link> parse_links(const Fields& f, const std::string& name, const Li
   return out;
 }
 
-std::vector<trace::Disturbance> parse_slowdowns(const Fields& f, const std::string& name, int world) {
+std::vector<trace::Disturbance> parse_slowdowns(const Fields& f, const std::string& name,
+                                                int world) {
   std::vector<trace::Disturbance> out;
   for (const Fields& d : entries(f, name, "disturbances")) {
     d.only({"rank", "ranks", "factor", "from", "to"});
@@ -180,9 +185,16 @@ Link Spec::slowest_link() const {
 
 Spec parse_spec(const json& j, const std::string& name) {
   const Fields f(j, name + ": synthetic spec");
-  f.only({"epochs", "samples_per_epoch", "global_batch", "policy", "min_batch", "max_batch",
-          "min_gain", "rebalance_every", "params", "latency_s", "bandwidth", "network", "overhead_s",
-          "noise", "step_noise", "cpu_share", "seed", "base_throughput", "speeds", "nodes",
+  f.only({"epochs",       "samples_per_epoch",
+          "global_batch", "policy",
+          "min_batch",    "max_batch",
+          "min_gain",     "rebalance_every",
+          "params",       "latency_s",
+          "bandwidth",    "network",
+          "overhead_s",   "noise",
+          "step_noise",   "cpu_share",
+          "seed",         "base_throughput",
+          "speeds",       "nodes",
           "disturbances", "comment"});
   Spec s;
   s.epochs = static_cast<int>(f.integer("epochs", 1, 1'000'000));
@@ -254,8 +266,9 @@ Cluster cluster_of(const Spec& s) {
     // A fixed cost per step: the ranks report their work times, as the agent's do, so that
     // dbs plans by its cost model and replay can fit the fixed cost back.
     c.alpha.assign(c.base.size(), alpha);
-    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world),
-                                                                     Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
+    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(
+                                          static_cast<std::size_t>(c.world),
+                                          Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
   }
   return c;
 }

@@ -48,7 +48,8 @@ Disturbance parse_disturbance(const std::string& spec) {
     } else if (key == "to") {
       d.to = number(spec, key, value);
     } else if (key == "mode") {
-      if (value != "sleep" && value != "hog") fail("mode must be sleep or hog, got '" + value + "'");
+      if (value != "sleep" && value != "hog")
+        fail("mode must be sleep or hog, got '" + value + "'");
       d.mode = value == "sleep" ? Disturbance::Mode::sleep : Disturbance::Mode::hog;
     } else {
       fail("unknown key '" + key + "' (known: rank, factor, from, to, mode)");
@@ -68,7 +69,10 @@ std::string to_string(const Disturbance& d) {
 }
 
 nlohmann::json to_json(const Disturbance& d) {
-  return {{"rank", d.rank}, {"factor", d.factor}, {"from", d.from}, {"to", d.to},
+  return {{"rank", d.rank},
+          {"factor", d.factor},
+          {"from", d.from},
+          {"to", d.to},
           {"mode", name(d.mode)}};
 }
 

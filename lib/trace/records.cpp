@@ -1,8 +1,8 @@
 #include "lib/trace/records.h"
 
-#include "lib/policy/ideal.h"
-
 #include <limits>
+
+#include "lib/policy/ideal.h"
 
 namespace dbs::trace {
 namespace {
@@ -11,7 +11,9 @@ using nlohmann::json;
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
-json phase_json(const Phase& p) { return {{"wall_s", p.wall_s}, {"cpu_s", p.cpu_s}}; }
+json phase_json(const Phase& p) {
+  return {{"wall_s", p.wall_s}, {"cpu_s", p.cpu_s}};
+}
 
 Phase phase_from(const Fields& f, const char* key) {
   if (!f.has(key)) return {};
@@ -40,9 +42,9 @@ Eval eval_of(std::int64_t epoch, double wall_s, double samples, std::span<const 
 }
 
 json to_json(const Eval& e) {
-  json j = {{"type", "eval"},           {"epoch", e.epoch + 1},
-            {"wall_s", e.wall_s},       {"images_per_s", e.images_per_s},
-            {"ideal_s", e.ideal_s},     {"efficiency", e.efficiency},
+  json j = {{"type", "eval"},       {"epoch", e.epoch + 1},
+            {"wall_s", e.wall_s},   {"images_per_s", e.images_per_s},
+            {"ideal_s", e.ideal_s}, {"efficiency", e.efficiency},
             {"replans", e.replans}};
   if (e.train_loss) j["train_loss"] = *e.train_loss;
   if (e.test_loss) j["test_loss"] = *e.test_loss;
@@ -79,8 +81,11 @@ Eval eval_from_json(const Fields& f) {
 }
 
 json to_json(const Control& c) {
-  return {{"reports_s", c.reports_s}, {"plan_s", c.plan_s}, {"daemon_s", c.daemon_s},
-          {"check_s", c.check_s}, {"total_s", c.total_s()}};
+  return {{"reports_s", c.reports_s},
+          {"plan_s", c.plan_s},
+          {"daemon_s", c.daemon_s},
+          {"check_s", c.check_s},
+          {"total_s", c.total_s()}};
 }
 
 Control control_from_json(const Fields& f) {
@@ -135,10 +140,14 @@ TimingRecord timing_from_json(const Fields& f) {
 }
 
 json to_json(const CpuRecord& r) {
-  return {{"type", "cpu"},           {"epoch", r.epoch + 1},
-          {"rank", r.rank},          {"host", r.host},
-          {"quota_cores", r.quota_cores}, {"nr_throttled", r.nr_throttled},
-          {"throttled_s", r.throttled_s}, {"period_s", r.period_s}};
+  return {{"type", "cpu"},
+          {"epoch", r.epoch + 1},
+          {"rank", r.rank},
+          {"host", r.host},
+          {"quota_cores", r.quota_cores},
+          {"nr_throttled", r.nr_throttled},
+          {"throttled_s", r.throttled_s},
+          {"period_s", r.period_s}};
 }
 
 CpuRecord cpu_from_json(const Fields& f) {

@@ -5,12 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/common/fields.h"
 
@@ -32,12 +31,12 @@ Control control_from_json(const Fields& f);
 // "eval": the end of an epoch.
 struct Eval {
   std::int64_t epoch = 0;
-  double wall_s = 0;           // training time of the epoch, seconds (no evaluation)
-  double images_per_s = 0;     // samples / wall_s
-  double ideal_s = 0;          // samples / sum of the ranks' throughputs
-  double efficiency = 0;       // ideal_s / wall_s
-  int replans = 0;             // plan changes inside the epoch
-  int averages = 0;            // model averages in the epoch (0: synchronous; absent from JSON)
+  double wall_s = 0;        // training time of the epoch, seconds (no evaluation)
+  double images_per_s = 0;  // samples / wall_s
+  double ideal_s = 0;       // samples / sum of the ranks' throughputs
+  double efficiency = 0;    // ideal_s / wall_s
+  int replans = 0;          // plan changes inside the epoch
+  int averages = 0;         // model averages in the epoch (0: synchronous; absent from JSON)
   // The agent's evaluation (absent from the daemon's records): mean training loss over the
   // epoch's samples, test loss and accuracy (a fraction).
   std::optional<double> train_loss, test_loss, test_acc;
@@ -68,16 +67,16 @@ struct Phase {
 // injected slowdown), allreduce (incl. waiting for the other ranks), update (optimizer).
 struct Timing {
   Phase gather, compute, allreduce, update;
-  double sleep_s = 0;             // injected slowdown inside compute, wall seconds
+  double sleep_s = 0;  // injected slowdown inside compute, wall seconds
   // gather + compute + update at the rank's sustained rate (wall, or CPU / quota where a quota
   // holds the rank below its threads), seconds: the time the epoch's work needed on this rank
   double busy_s = 0;
-  double process_cpu_s = 0;       // CPU of every thread of the process over the epoch
-  double wall_s = 0;              // the step loop's wall time
+  double process_cpu_s = 0;  // CPU of every thread of the process over the epoch
+  double wall_s = 0;         // the step loop's wall time
   std::int64_t steps = 0;
-  double quota_cores = 0;         // the cgroup's CPU quota, cores (0 = none)
-  std::int64_t nr_throttled = -1; // quota periods throttled during the epoch (-1 = unknown)
-  double throttled_s = -1;        // time throttled during the epoch, seconds (-1 = unknown)
+  double quota_cores = 0;          // the cgroup's CPU quota, cores (0 = none)
+  std::int64_t nr_throttled = -1;  // quota periods throttled during the epoch (-1 = unknown)
+  double throttled_s = -1;         // time throttled during the epoch, seconds (-1 = unknown)
 };
 struct TimingRecord {
   std::int64_t epoch = 0;

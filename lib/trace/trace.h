@@ -2,14 +2,14 @@
 // the format, its version and the run's configuration (the policy Settings, the world size and
 // what else the recorder knows); every later line is one record with a "type": rank, plan, eval,
 // disturbance (written by the functions below whoever records: the agent, the daemon, replay
-// --synthesize), timing or cpu (the agent's; records.h holds those and the eval record's struct). Epochs in traces count from 1 (the structs in memory count from 0).
+// --synthesize), timing or cpu (the agent's; records.h holds those and the eval record's struct).
+// Epochs in traces count from 1 (the structs in memory count from 0).
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/policy/plan.h"
 #include "lib/trace/disturbance.h"

@@ -22,8 +22,8 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
-#include "lib/common/log.h"
 #include "lib/common/fields.h"
+#include "lib/common/log.h"
 #include "lib/policy/plan.h"
 #include "lib/trace/trace.h"
 #include "lib/train/trainer.h"
@@ -38,13 +38,17 @@ constexpr char kMagic[8] = {'D', 'B', 'S', 'C', 'K', 'P', 'T', 0};
 // (one optimizer state) and 4, the one written.
 constexpr std::uint32_t kVersion = 4;
 
-std::string path_of(const Config& c) { return c.checkpoint_dir + "/checkpoint.bin"; }
+std::string path_of(const Config& c) {
+  return c.checkpoint_dir + "/checkpoint.bin";
+}
 
 // What makes two runs the same run: a checkpoint resumes only its own.
 nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohmann::json& subset) {
-  nlohmann::json id = {{"model", c.model},         {"global_batch", c.global_batch},
+  nlohmann::json id = {{"model", c.model},
+                       {"global_batch", c.global_batch},
                        {"seed", c.seed},
-                       {"optimizer", c.optimizer}, {"train_samples", train_samples},
+                       {"optimizer", c.optimizer},
+                       {"train_samples", train_samples},
                        {"policy", to_string(c.policy)}};
   // Which samples: a --train-subset of the same size (the random control) is another run.
   if (!subset.is_null()) id["train_subset_hash"] = subset.at("hash");
@@ -58,10 +62,11 @@ nlohmann::json identity(const Config& c, std::size_t train_samples, const nlohma
 }
 
 nlohmann::json result_json(const EpochResult& r) {
-  return {{"epoch", r.epoch},         {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
-          {"ideal_s", r.ideal_s},     {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
-          {"test_loss", r.test_loss}, {"test_acc", r.test_acc},   {"batch", r.batch},
-          {"throughput", r.throughput}, {"replans", r.replans}, {"averages", r.averages}};
+  return {
+      {"epoch", r.epoch},           {"wall_s", r.wall_s},         {"images_per_s", r.images_per_s},
+      {"ideal_s", r.ideal_s},       {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+      {"test_loss", r.test_loss},   {"test_acc", r.test_acc},     {"batch", r.batch},
+      {"throughput", r.throughput}, {"replans", r.replans},       {"averages", r.averages}};
 }
 
 // A loss or accuracy: null where it was NaN (not evaluated, or diverged).
@@ -89,10 +94,14 @@ EpochResult result_from(const nlohmann::json& j) {
 nlohmann::json interrupted_json(const Interrupted& at) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : at.reports) ranks.push_back({r.samples, r.compute_s, r.comm_s});
-  return {{"epoch", at.epoch},           {"steps_done", at.steps_done},
-          {"loss_sum", at.stats.loss_sum}, {"samples", at.stats.samples},
-          {"replans", at.stats.replans}, {"wall_s", at.stats.wall_s},
-          {"averages", at.stats.averages}, {"ranks", ranks}};
+  return {{"epoch", at.epoch},
+          {"steps_done", at.steps_done},
+          {"loss_sum", at.stats.loss_sum},
+          {"samples", at.stats.samples},
+          {"replans", at.stats.replans},
+          {"wall_s", at.stats.wall_s},
+          {"averages", at.stats.averages},
+          {"ranks", ranks}};
 }
 
 // This rank's part of an interrupted epoch; its own figures only when the world is the same.
@@ -146,7 +155,7 @@ class Cursor {
 
 struct Parsed {
   nlohmann::json meta;
-  int world = 0;                     // ranks of the run that wrote it
+  int world = 0;  // ranks of the run that wrote it
   std::string_view params, optimizer;
 };
 
@@ -224,8 +233,7 @@ int choose_source(const std::string& dir, std::span<const std::string> hosts,
     }
   }
   if (!differ) return source;
-  std::string msg = "--resume: the ranks hold different checkpoints in " +
-                    dir + ":";
+  std::string msg = "--resume: the ranks hold different checkpoints in " + dir + ":";
   for (int r = 0; r < static_cast<int>(all.size()); ++r)
     msg += " rank " + std::to_string(r) + " (" + hosts[r] + ") has " + describe(all[r]) + ";";
   throw ConfigError(msg + " remove the stale copies (or empty the folders to start afresh)");
@@ -332,21 +340,23 @@ Trainer::Resumed Trainer::load_checkpoint() {
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
   const int source = choose_source(config_.checkpoint_dir, hosts_, all);
   if (source < 0) {
-    if (rank == 0) log::info("--resume: no checkpoint in " + config_.checkpoint_dir + " on any rank: starting afresh");
+    if (rank == 0)
+      log::info("--resume: no checkpoint in " + config_.checkpoint_dir +
+                " on any rank: starting afresh");
     return {0, world};
   }
   if (mine.next_epoch < 0)
     log::warn("--resume: no checkpoint in " + config_.checkpoint_dir + " on " + hosts_[rank] +
-              ": resuming from the copy of rank " + std::to_string(source) + " (" +
-              hosts_[source] + ")");
+              ": resuming from the copy of rank " + std::to_string(source) + " (" + hosts_[source] +
+              ")");
   bytes.resize(all[source].size);
   comm_.broadcast_bytes(bytes.data(), bytes.size(), source);
   const std::string from = path + " of rank " + std::to_string(source);
   Parsed p = parse(from, bytes);
   const nlohmann::json want = identity(config_, train_.n, subset_);
   if (p.meta.at("identity") != want)
-    throw ConfigError(from + ": checkpoint is of another run: it has " + p.meta.at("identity").dump() +
-                      ", this run is " + want.dump());
+    throw ConfigError(from + ": checkpoint is of another run: it has " +
+                      p.meta.at("identity").dump() + ", this run is " + want.dump());
   const auto params = model_->params();
   if (p.params.size() != params.size_bytes())
     throw InputError(from + ": " + std::to_string(p.params.size() / sizeof(float)) +
@@ -356,19 +366,21 @@ Trainer::Resumed Trainer::load_checkpoint() {
   std::istringstream opt{optimizer_state(p, from, own_optimizer_states(), rank, world)};
   optimizer_->load(opt);
   if (p.world == world) {
-    planner_->set_state(policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
-                          p.meta.at("policy_state").get<std::vector<double>>());
+    planner_->set_state(
+        policy::plan_from_json(Fields(p.meta.at("plan"), from + ": checkpoint plan")),
+        p.meta.at("policy_state").get<std::vector<double>>());
   } else {
     // The plan and the policy's per-rank estimates are of the old ranks: start them afresh.
     Plan plan = planner_->plan();
     plan.epoch = next;
     plan.changed = true;
-    plan.reason = "re-made for " + std::to_string(world) + " ranks on resume from a checkpoint of " +
-                  std::to_string(p.world);
+    plan.reason = "re-made for " + std::to_string(world) +
+                  " ranks on resume from a checkpoint of " + std::to_string(p.world);
     planner_->set_state(plan, {});
     if (rank == 0)
       log::info("--resume: checkpoint of " + std::to_string(p.world) + " ranks resumed on " +
-                std::to_string(world) + ": parameters and optimizer state carried over, plan re-made");
+                std::to_string(world) +
+                ": parameters and optimizer state carried over, plan re-made");
   }
   results_.clear();
   for (const auto& r : p.meta.at("results")) results_.push_back(result_from(r));
@@ -379,14 +391,16 @@ Trainer::Resumed Trainer::load_checkpoint() {
     } catch (const nlohmann::json::exception& e) {
       throw InputError(from + ": bad \"interrupted\" in the checkpoint header: " + e.what());
     }
-    const std::int64_t steps = (static_cast<std::int64_t>(train_.n) + config_.global_batch - 1) /
-                               config_.global_batch;
-    where += ", step " + std::to_string(resume_at_->steps_done + 1) + " of " + std::to_string(steps);
+    const std::int64_t steps =
+        (static_cast<std::int64_t>(train_.n) + config_.global_batch - 1) / config_.global_batch;
+    where +=
+        ", step " + std::to_string(resume_at_->steps_done + 1) + " of " + std::to_string(steps);
   }
   if (rank == 0) {
     const auto written = p.meta.find("written");
     log::info("resumed from " + where + " (checkpoint " + config_.checkpoint_dir + ", written " +
-              (written != p.meta.end() ? written->get<std::string>() : std::string("at a time not recorded")) +
+              (written != p.meta.end() ? written->get<std::string>()
+                                       : std::string("at a time not recorded")) +
               ")");
   }
   return {next, p.world};

@@ -33,11 +33,13 @@ void check_averaging(const Config& c) {
     return;
   }
   if (c.update == "sharded")
-    throw ConfigError("--average-every works with --update replicated (a local step needs the "
-                      "whole optimizer state on every rank)");
+    throw ConfigError(
+        "--average-every works with --update replicated (a local step needs the "
+        "whole optimizer state on every rank)");
   if (c.overlap == "on" && c.average_after_epochs == 0)
-    throw ConfigError("--overlap with --average-every needs --average-after-epochs E > 0 (only "
-                      "the synchronous epochs exchange a gradient to overlap)");
+    throw ConfigError(
+        "--overlap with --average-every needs --average-after-epochs E > 0 (only "
+        "the synchronous epochs exchange a gradient to overlap)");
   if (c.rebalance_every % c.average_every != 0)
     throw ConfigError("--rebalance-every " + std::to_string(c.rebalance_every) +
                       " is not a multiple of --average-every " + std::to_string(c.average_every) +
@@ -53,8 +55,9 @@ void check_exchange(const Config& c) {
   if (c.overlap != "on" && c.overlap != "off" && c.overlap != "auto")
     throw ConfigError("--overlap '" + c.overlap + "': expected on, off or auto");
   if (c.overlap == "on" && c.update == "sharded")
-    throw ConfigError("--overlap works with --update replicated (the sharded update reduce-scatters "
-                      "the whole gradient at once)");
+    throw ConfigError(
+        "--overlap works with --update replicated (the sharded update reduce-scatters "
+        "the whole gradient at once)");
   if (c.overlap == "on" && c.allreduce == "ring")
     throw ConfigError("--overlap needs --allreduce mpi (the ring allreduce is blocking)");
   check_averaging(c);

@@ -12,11 +12,11 @@ namespace dbs::train {
 
 std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& report) {
   struct Cpu {
-    double cores = 0;          // 0 = no quota
-    double period_s = 0;       // the quota's period
+    double cores = 0;     // 0 = no quota
+    double period_s = 0;  // the quota's period
     double throttled_s = 0;
     std::int64_t nr_throttled = 0;
-    std::int64_t known = 0;    // 1 when read
+    std::int64_t known = 0;  // 1 when read
   };
   struct Figures {
     Report report;
@@ -25,7 +25,8 @@ std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& repo
   };
   static_assert(std::is_trivially_copyable_v<Figures>);
   Figures mine{report, timing_, {}};
-  if (const auto q = read_cpu_quota()) mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
+  if (const auto q = read_cpu_quota())
+    mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
@@ -37,13 +38,14 @@ std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& repo
   }
   if (!trace_) return reports;
   for (int r = 0; r < comm_.size(); ++r)
-    trace_->write(trace::to_json(trace::TimingRecord{epoch, r, timings_[static_cast<std::size_t>(r)]}));
+    trace_->write(
+        trace::to_json(trace::TimingRecord{epoch, r, timings_[static_cast<std::size_t>(r)]}));
   for (int r = 0; r < comm_.size(); ++r) {
     const Cpu& s = all[static_cast<std::size_t>(r)].cpu;
     if (s.known == 0 || (s.cores == 0 && s.nr_throttled == 0)) continue;
-    trace_->write(trace::to_json(
-        trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores, s.nr_throttled,
-                         s.throttled_s, s.period_s}));
+    trace_->write(
+        trace::to_json(trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores,
+                                        s.nr_throttled, s.throttled_s, s.period_s}));
   }
   return reports;
 }

@@ -10,12 +10,15 @@ Disturber::Disturber(const std::vector<trace::Disturbance>& all, int rank, int t
     if (d.rank == rank) mine_.push_back(d);
 }
 
-Disturber::~Disturber() { stop_hogs(); }
+Disturber::~Disturber() {
+  stop_hogs();
+}
 
 void Disturber::update(double epoch_progress) {
   double hog_factor = 1.0;
   for (const auto& d : mine_)
-    if (d.mode == trace::Disturbance::Mode::hog && d.active_at(epoch_progress + 1.0)) hog_factor *= d.factor;
+    if (d.mode == trace::Disturbance::Mode::hog && d.active_at(epoch_progress + 1.0))
+      hog_factor *= d.factor;
   const int want = static_cast<int>(std::lround((hog_factor - 1.0) * threads_));
   if (want == hog_count_) return;
   stop_hogs();
@@ -31,7 +34,8 @@ void Disturber::update(double epoch_progress) {
 double Disturber::sleep_for(double epoch_progress, double compute_s) const {
   double f = 1.0;
   for (const auto& d : mine_)
-    if (d.mode == trace::Disturbance::Mode::sleep && d.active_at(epoch_progress + 1.0)) f *= d.factor;
+    if (d.mode == trace::Disturbance::Mode::sleep && d.active_at(epoch_progress + 1.0))
+      f *= d.factor;
   return (f - 1.0) * compute_s;
 }
 

@@ -24,6 +24,8 @@
 // little work waits long enough between steps for its quota to refill and runs each step at full
 // speed; given more, it is throttled. Its wall work time alone would be a staircase in its batch
 // that makes the plan swing between the two.
+#include "lib/train/epoch.h"
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -36,14 +38,15 @@
 #include "lib/nn/threads.h"
 #include "lib/policy/cost.h"
 #include "lib/policy/steps.h"
-#include "lib/train/epoch.h"
 #include "lib/train/step_history.h"
 #include "lib/train/stop.h"
 
 namespace dbs::train::detail {
 namespace {
 
-double process_cpu() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+double process_cpu() {
+  return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 // Times one phase of a step: wall and thread CPU from construction to stop().
 class PhaseClock {
@@ -117,7 +120,7 @@ class StepLoop {
   const bool local_;  // an averaging epoch
   const std::vector<std::int64_t> perm_;
   std::vector<float> buf_;
-  float* time_slot_ = nullptr;   // the per-rank slots of buf_ (rebalance_every only)
+  float* time_slot_ = nullptr;  // the per-rank slots of buf_ (rebalance_every only)
   float* count_slot_ = nullptr;
   float* work_slot_ = nullptr;
   std::vector<float> x_;
@@ -133,11 +136,11 @@ class StepLoop {
   trace::Timing& tm_;
   std::optional<CpuQuota> quota0_;
   double process_cpu0_ = 0;
-  double held_to_ = 0;     // cores of the quota when it is below the rank's threads (else 0)
-  double update_s_ = 0;    // wall seconds of the previous step's optimizer update
-  double update_cpu_ = 0;  // its process CPU seconds
-  double wall_before_ = 0; // wall seconds of the epoch before a resumed checkpoint
-  float stop_ = 0;         // the stop count of the last exchange
+  double held_to_ = 0;      // cores of the quota when it is below the rank's threads (else 0)
+  double update_s_ = 0;     // wall seconds of the previous step's optimizer update
+  double update_cpu_ = 0;   // its process CPU seconds
+  double wall_before_ = 0;  // wall seconds of the epoch before a resumed checkpoint
+  float stop_ = 0;          // the stop count of the last exchange
   // An averaging epoch's figures since the last average: this rank's samples and loss sum, the
   // samples of the global steps, and with rebalance_every this rank's (compute_s, samples,
   // work_s) of each step.
@@ -330,9 +333,9 @@ void StepLoop::local_step(const Slice& slice, const Computed& c, double gather_s
   period_global_ += slice.gn;
   period_loss_ += c.loss;
   if (replans_)
-    period_steps_.insert(period_steps_.end(), {static_cast<float>(c.compute_s),
-                                               static_cast<float>(slice.count),
-                                               static_cast<float>(work_s)});
+    period_steps_.insert(period_steps_.end(),
+                         {static_cast<float>(c.compute_s), static_cast<float>(slice.count),
+                          static_cast<float>(work_s)});
   account_own(slice, c, work_s);
 }
 
@@ -397,7 +400,8 @@ EpochStats StepLoop::finish() {
   // Re-planning inside the epoch: the next epoch's plan follows the latest K steps, not the
   // whole epoch (whose median may still describe the time before a change).
   if (replans_) {
-    const std::int64_t from = std::max<std::int64_t>(first_step_, steps_ - p_.config.rebalance_every);
+    const std::int64_t from =
+        std::max<std::int64_t>(first_step_, steps_ - p_.config.rebalance_every);
     es_.plan_reports = history_.reports(epoch_, p_.planner.plan(), from, steps_);
   }
   return std::move(es_);

@@ -23,12 +23,12 @@ namespace dbs::train::detail {
 // What one rank measured in one epoch, and what all ranks computed together.
 struct EpochStats {
   std::int64_t stopped_after = -1;  // steps done when the ranks agreed to stop (-1: ran to the end)
-  Report report;       // this rank's
+  Report report;                    // this rank's
   double wall_s = 0;
-  double loss_sum = 0;         // over all ranks' samples
-  std::int64_t samples = 0;    // over all ranks
+  double loss_sum = 0;       // over all ranks' samples
+  std::int64_t samples = 0;  // over all ranks
   int replans = 0;
-  int averages = 0;            // model averages (0: a synchronous epoch)
+  int averages = 0;  // model averages (0: a synchronous epoch)
   // Continued from a checkpoint taken inside it: wall_s and the report hold the steps before
   // the interruption, the epoch's timing only those after it.
   bool continued = false;
@@ -39,10 +39,10 @@ struct EpochStats {
 
 // An epoch stopped after some steps by a signal: what a checkpoint keeps to continue it.
 struct Interrupted {
-  std::int64_t epoch = 0;                // 0-based
+  std::int64_t epoch = 0;  // 0-based
   std::int64_t steps_done = 0;
-  EpochStats stats;                      // this rank's figures so far (wall_s: rank 0's)
-  std::vector<Report> reports;   // every rank's report so far (samples, compute, comm)
+  EpochStats stats;             // this rank's figures so far (wall_s: rank 0's)
+  std::vector<Report> reports;  // every rank's report so far (samples, compute, comm)
 };
 
 // What the step loop works with, all of it owned by the trainer.
@@ -51,12 +51,12 @@ struct EpochParts {
   comm::Communicator& comm;
   const data::Dataset& train;
   nn::Model& model;
-  Planner& planner;  // owns the plan in force; makes every change to it
-  Exchange& exchange;         // the synchronous epochs'
-  Exchange& local_exchange;   // the averaging epochs' compute (no exchange inside the backward)
-  LocalSgd* local;            // the averaging epochs' (null: the run never averages)
+  Planner& planner;          // owns the plan in force; makes every change to it
+  Exchange& exchange;        // the synchronous epochs'
+  Exchange& local_exchange;  // the averaging epochs' compute (no exchange inside the backward)
+  LocalSgd* local;           // the averaging epochs' (null: the run never averages)
   Disturber& disturber;
-  trace::Writer* trace;       // rank 0's, or null
+  trace::Writer* trace;  // rank 0's, or null
 };
 
 // Trains one epoch under the planner's plan (which rebalance_every may change during the epoch),

@@ -11,7 +11,7 @@ std::pair<double, double> evaluate(comm::Communicator& comm, nn::Model& model,
   const int world = comm.size(), rank = comm.rank();
   const std::size_t n = test.n;
   const std::size_t begin = n * rank / world, end = n * (rank + 1) / world;
-  nn::Context ctx;  // inference: no dropout
+  nn::Context ctx;              // inference: no dropout
   double sums[2] = {0.0, 0.0};  // loss, correct
   for (std::size_t i = begin; i < end; i += kBatch) {
     const int m = static_cast<int>(std::min<std::size_t>(kBatch, end - i));

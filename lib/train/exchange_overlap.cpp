@@ -29,7 +29,8 @@ double Overlap::compute(const float* x, const std::int32_t* labels, int count,
     for (; next < buckets_.size() && buckets_[next].layer >= layer; ++next) {
       const Bucket& k = buckets_[next];
       const auto g = model_.grads().subspan(k.begin, k.end - k.begin);
-      if (count > 0) std::copy(g.begin(), g.end(), buf.begin() + static_cast<std::ptrdiff_t>(k.begin));
+      if (count > 0)
+        std::copy(g.begin(), g.end(), buf.begin() + static_cast<std::ptrdiff_t>(k.begin));
       comm_.start_allreduce_sum(buf.subspan(k.begin, k.end - k.begin));
     }
     comm_.progress();

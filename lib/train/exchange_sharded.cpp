@@ -7,7 +7,8 @@
 namespace dbs::train {
 
 std::vector<std::size_t> shard_counts(std::span<const int> batch, std::size_t params) {
-  const std::uint64_t total = static_cast<std::uint64_t>(std::accumulate(batch.begin(), batch.end(), 0));
+  const std::uint64_t total =
+      static_cast<std::uint64_t>(std::accumulate(batch.begin(), batch.end(), 0));
   DBS_CHECK(total > 0);
   std::vector<std::size_t> counts;
   std::uint64_t cum = 0, at = 0;  // samples before rank i + 1; its slice's end
@@ -41,7 +42,9 @@ void Sharded::update(std::span<const float> grad, double lr, double scale) {
                         begin + shards_[static_cast<std::size_t>(comm_.rank())]);
 }
 
-void Sharded::share() { comm_.allgather_segments(model_.params(), shards_); }
+void Sharded::share() {
+  comm_.allgather_segments(model_.params(), shards_);
+}
 
 void Sharded::gather_state() {
   if (shards_.empty()) return;

@@ -2,9 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "lib/common/error.h"
 #include "lib/common/format.h"
@@ -23,18 +22,20 @@ const std::string kHeader = std::string(kHeaderWithoutBusy) + ",busy";
 MetricsFile::MetricsFile(const std::string& path, bool append)
     : path_(path), csv_(path.ends_with(".csv")) {
   std::error_code ec;
-  const bool empty = !append || !std::filesystem::exists(path, ec) ||
-                     std::filesystem::file_size(path, ec) == 0;
+  const bool empty =
+      !append || !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
   if (csv_ && !empty) {  // continue the file in the columns it has, or refuse it untouched
     std::ifstream in(path);
     std::string first;
-    if (!std::getline(in, first)) throw InputError("--metrics " + path + ": cannot read its header");
+    if (!std::getline(in, first))
+      throw InputError("--metrics " + path + ": cannot read its header");
     if (first == kHeaderWithoutBusy) {
       busy_ = false;
     } else if (first != kHeader) {
-      throw InputError(format("--metrics %s: its first line is not a header this agent writes "
-                              "(expected \"%s\"); give another file to continue in",
-                              path.c_str(), kHeader.c_str()));
+      throw InputError(
+          format("--metrics %s: its first line is not a header this agent writes "
+                 "(expected \"%s\"); give another file to continue in",
+                 path.c_str(), kHeader.c_str()));
     }
   }
   out_.open(path, append ? std::ios::app : std::ios::trunc);
@@ -59,17 +60,26 @@ void MetricsFile::write(const EpochResult& r, std::span<const Report> reports,
                     rep.compute_s, rep.comm_s, rep.throughput(), r.wall_s, r.images_per_s,
                     r.efficiency, r.train_loss, r.test_loss, r.test_acc, lr);
       block += line;
-      if (busy_) block += busy_known ? format(",%.6f", r.busy[i]) : std::string(",");  // empty: unknown
+      if (busy_)
+        block += busy_known ? format(",%.6f", r.busy[i]) : std::string(",");  // empty: unknown
       block += '\n';
     } else {
-      nlohmann::json j = {{"epoch", r.epoch + 1},     {"rank", rep.rank},
-                          {"host", host},             {"batch", batch},
-                          {"samples", rep.samples},   {"steps", rep.steps},
-                          {"compute_s", rep.compute_s}, {"comm_s", rep.comm_s},
-                          {"throughput", rep.throughput()}, {"epoch_s", r.wall_s},
-                          {"images_per_s", r.images_per_s}, {"efficiency", r.efficiency},
-                          {"train_loss", r.train_loss}, {"test_loss", r.test_loss},
-                          {"test_acc", r.test_acc},   {"lr", lr}};
+      nlohmann::json j = {{"epoch", r.epoch + 1},
+                          {"rank", rep.rank},
+                          {"host", host},
+                          {"batch", batch},
+                          {"samples", rep.samples},
+                          {"steps", rep.steps},
+                          {"compute_s", rep.compute_s},
+                          {"comm_s", rep.comm_s},
+                          {"throughput", rep.throughput()},
+                          {"epoch_s", r.wall_s},
+                          {"images_per_s", r.images_per_s},
+                          {"efficiency", r.efficiency},
+                          {"train_loss", r.train_loss},
+                          {"test_loss", r.test_loss},
+                          {"test_acc", r.test_acc},
+                          {"lr", lr}};
       if (busy_known) j["busy"] = r.busy[i];
       block += j.dump() + "\n";
     }

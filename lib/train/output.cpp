@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
-#include "lib/train/trainer.h"
 #include "lib/train/stop.h"
+#include "lib/train/trainer.h"
 
 namespace dbs::train {
 namespace {
@@ -31,10 +31,11 @@ std::string joined(const std::vector<double>& v) {
 }
 
 nlohmann::json epoch_json(const EpochResult& r) {
-  nlohmann::json j = {{"epoch", r.epoch + 1},      {"wall_s", r.wall_s},       {"images_per_s", r.images_per_s},
-                      {"ideal_s", r.ideal_s},      {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
-                      {"test_loss", r.test_loss},  {"test_acc", r.test_acc},   {"batch", r.batch},
-                      {"throughput", r.throughput}, {"replans", r.replans}};
+  nlohmann::json j = {
+      {"epoch", r.epoch + 1},       {"wall_s", r.wall_s},         {"images_per_s", r.images_per_s},
+      {"ideal_s", r.ideal_s},       {"efficiency", r.efficiency}, {"train_loss", r.train_loss},
+      {"test_loss", r.test_loss},   {"test_acc", r.test_acc},     {"batch", r.batch},
+      {"throughput", r.throughput}, {"replans", r.replans}};
   // What an operator needs to tell a bad split from slow ranks: the fraction of the epoch each
   // rank worked, and the epoch at the best split for the speeds they had (absent for the epochs
   // a resumed run read from its checkpoint, which does not keep them).
@@ -54,18 +55,22 @@ nlohmann::json Trainer::config_json() const {
   nlohmann::json dist = nlohmann::json::array();
   for (const auto& d : c.disturbances) dist.push_back(to_string(d));
   nlohmann::json config = trace::run_config(settings_of(c, train_.n), comm_.size(),
-                           {{"model", c.model},
-                            {"params", model_->param_count()},
-                            {"hosts", hosts_},
-                            {"threads", c.threads},
-                            {"epochs", c.epochs},
-                            {"optimizer", c.optimizer},
-                            {"lr", c.schedule.base_lr},
-                            {"seed", c.seed},
-                            {"test_samples", test_.n},
-                            {"allreduce", c.allreduce}, {"wait", c.wait}, {"waiting", waiting_}, {"update", c.update}, {"overlap", overlap_},
-                            {"train_subset", subset_},
-                            {"disturb", dist}});
+                                            {{"model", c.model},
+                                             {"params", model_->param_count()},
+                                             {"hosts", hosts_},
+                                             {"threads", c.threads},
+                                             {"epochs", c.epochs},
+                                             {"optimizer", c.optimizer},
+                                             {"lr", c.schedule.base_lr},
+                                             {"seed", c.seed},
+                                             {"test_samples", test_.n},
+                                             {"allreduce", c.allreduce},
+                                             {"wait", c.wait},
+                                             {"waiting", waiting_},
+                                             {"update", c.update},
+                                             {"overlap", overlap_},
+                                             {"train_subset", subset_},
+                                             {"disturb", dist}});
   if (c.average_every > 0) config["average_optimizer"] = c.average_optimizer;
   if (!c.synthetic.is_null()) config["synthetic"] = c.synthetic;
   return config;
@@ -76,16 +81,17 @@ void Trainer::print_header() const {
   const std::string threads = c.threads > 0 ? std::to_string(c.threads) : "all";
   std::string averaging;
   if (c.average_every > 0)
-    averaging = ", models averaged every " + std::to_string(c.average_every) + " step(s)" +
-                (c.average_after_epochs > 0
-                     ? " from epoch " + std::to_string(c.average_after_epochs + 1)
-                     : std::string()) +
-                " (optimizer state " + c.average_optimizer + ")";
-  std::printf("dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
-              "policy %s%s, %zu train / %zu test samples\n",
-              c.model.c_str(), model_->param_count(), comm_.size(), threads.c_str(),
-              c.global_batch, c.optimizer.c_str(), c.schedule.base_lr, to_string(c.policy).c_str(),
-              averaging.c_str(), train_.n, test_.n);
+    averaging =
+        ", models averaged every " + std::to_string(c.average_every) + " step(s)" +
+        (c.average_after_epochs > 0 ? " from epoch " + std::to_string(c.average_after_epochs + 1)
+                                    : std::string()) +
+        " (optimizer state " + c.average_optimizer + ")";
+  std::printf(
+      "dbs: %s (%zu params), %d rank(s) x %s thread(s), global batch %d, %s lr %g, "
+      "policy %s%s, %zu train / %zu test samples\n",
+      c.model.c_str(), model_->param_count(), comm_.size(), threads.c_str(), c.global_batch,
+      c.optimizer.c_str(), c.schedule.base_lr, to_string(c.policy).c_str(), averaging.c_str(),
+      train_.n, test_.n);
   std::printf("%5s %8s %8s %6s %8s %10s %9s %8s  %-16s %s\n", "epoch", "wall_s", "ideal_s", "eff",
               "img/s", "train_loss", "test_loss", "test_acc", "batch/rank", "img/s/rank");
   std::fflush(stdout);
@@ -108,7 +114,7 @@ void Trainer::print_epoch(const EpochResult& r) const {
 void Trainer::write_summary(const RunResult& result) const {
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& r : result.epochs) epochs.push_back(epoch_json(r));
-  nlohmann::json j = {{"config", config_json()},   {"epochs", epochs},
+  nlohmann::json j = {{"config", config_json()},     {"epochs", epochs},
                       {"test_acc", result.test_acc}, {"test_loss", result.test_loss},
                       {"param_l2", result.param_l2}, {"param_sum", result.param_sum}};
   if (result.stop_signal != 0)

@@ -19,8 +19,8 @@ void StepHistory::skip(std::int64_t steps) {
   work = time;
 }
 
-std::vector<Report> StepHistory::reports(std::int64_t epoch, const Plan& plan,
-                                                 std::int64_t begin, std::int64_t end) const {
+std::vector<Report> StepHistory::reports(std::int64_t epoch, const Plan& plan, std::int64_t begin,
+                                         std::int64_t end) const {
   std::vector<Report> out(static_cast<std::size_t>(world));
   for (int i = 0; i < world; ++i) {
     Report& r = out[static_cast<std::size_t>(i)];

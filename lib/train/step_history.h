@@ -19,8 +19,8 @@ struct StepHistory {
   // Zeros for steps [0, steps): an epoch continued from a checkpoint taken after them.
   void skip(std::int64_t steps);
   // Every rank's report over steps [begin, end) of `epoch` under `plan`.
-  std::vector<Report> reports(std::int64_t epoch, const Plan& plan,
-                                      std::int64_t begin, std::int64_t end) const;
+  std::vector<Report> reports(std::int64_t epoch, const Plan& plan, std::int64_t begin,
+                              std::int64_t end) const;
 };
 
 }  // namespace dbs::train::detail

@@ -33,7 +33,9 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int stop_signal() { return g_signal.load(); }
+int stop_signal() {
+  return g_signal.load();
+}
 
 std::string signal_name(int signal) {
   if (signal == SIGINT) return "SIGINT";

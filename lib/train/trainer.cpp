@@ -32,8 +32,8 @@ std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
   return fnv1a(params.data(), params.size_bytes(), h);
 }
 
-void check_agreement(comm::Communicator& comm, const Plan& plan,
-                     std::span<const float> params, std::int64_t epoch) {
+void check_agreement(comm::Communicator& comm, const Plan& plan, std::span<const float> params,
+                     std::int64_t epoch) {
   const std::uint64_t mine = fingerprint(plan, params);
   std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
   comm.allgather_bytes(&mine, sizeof mine, all.data());
@@ -119,9 +119,10 @@ Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist
     if (overlap_) local_exchange_ = std::make_unique<Replicated>(comm, *model_, *optimizer_);
     // The tail of an average: samples, loss, stop, and per step of a period every rank's
     // compute_s, samples and work_s when the plan may change inside an epoch.
-    const std::size_t slots = cfg.rebalance_every > 0
-                                  ? 3 * static_cast<std::size_t>(world) * static_cast<std::size_t>(cfg.average_every)
-                                  : 0;
+    const std::size_t slots =
+        cfg.rebalance_every > 0
+            ? 3 * static_cast<std::size_t>(world) * static_cast<std::size_t>(cfg.average_every)
+            : 0;
     local_ = std::make_unique<LocalSgd>(comm, *model_, *optimizer_, cfg.average_optimizer == "mean",
                                         3 + slots);
   }
@@ -145,7 +146,10 @@ void Trainer::apply_subset() {
       throw CheckError("--train-subset " + path + ": rank " + std::to_string(r) +
                        " read a subset with hash " + std::string(all.data() + 17 * r) +
                        ", this rank " + hash);
-  subset_ = {{"path", path}, {"hash", hash}, {"method", s.method}, {"count", s.indices.size()},
+  subset_ = {{"path", path},
+             {"hash", hash},
+             {"method", s.method},
+             {"count", s.indices.size()},
              {"of", train_.n}};
   train_ = data::select(train_, s.indices);
 }
@@ -155,7 +159,8 @@ void Trainer::apply_subset() {
 void Trainer::open_trace(const Resumed& resumed) {
   if (comm_.rank() != 0 || config_.trace_path.empty()) return;
   const bool append = resumed.next_epoch > 0;
-  trace_ = std::make_unique<trace::Writer>(config_.trace_path, trace::header(config_json()), append);
+  trace_ =
+      std::make_unique<trace::Writer>(config_.trace_path, trace::header(config_json()), append);
   if (!append) trace_->write(trace::plan_record(planner_->plan(), 0, "initial"));
   if (append && resumed.world != comm_.size())
     trace_->write(trace::plan_record(planner_->plan(), 0, "resume"));
@@ -163,8 +168,8 @@ void Trainer::open_trace(const Resumed& resumed) {
 
 detail::EpochParts Trainer::epoch_parts() {
   Exchange& local_exchange = local_exchange_ ? *local_exchange_ : *exchange_;
-  return {config_,         comm_,        train_,       *model_,     *planner_, *exchange_,
-          local_exchange,  local_.get(), *disturber_,  trace_.get()};
+  return {config_,    comm_,          train_,       *model_,     *planner_,
+          *exchange_, local_exchange, local_.get(), *disturber_, trace_.get()};
 }
 
 RunResult Trainer::run() {
@@ -199,8 +204,7 @@ RunResult Trainer::run() {
     const std::vector<Report> reports = gather_epoch(e, es.report);
     control.reports_s = clock.seconds();
     clock.reset();
-    const Planned next =
-        planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
+    const Planned next = planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
     control.plan_s = clock.seconds();
     if (const auto* remote = dynamic_cast<const planner::WithFallback*>(planner_))
       control.daemon_s = remote->waited_s();
@@ -211,8 +215,9 @@ RunResult Trainer::run() {
     r.control = control;
     if (table) print_epoch(r);
     if (metrics)
-      metrics->write(r, reports, hosts_,
-                     optim::learning_rate(config_.schedule, config_.global_batch, static_cast<double>(e)));
+      metrics->write(
+          r, reports, hosts_,
+          optim::learning_rate(config_.schedule, config_.global_batch, static_cast<double>(e)));
     trace_epoch(r, reports, next);
     results_.push_back(r);
     if (!config_.checkpoint_dir.empty()) save_checkpoint();
@@ -226,8 +231,8 @@ RunResult Trainer::run() {
 }
 
 EpochResult Trainer::result_of(std::int64_t e, const EpochStats& es,
-                               std::span<const Report> reports,
-                               std::pair<double, double> test, std::vector<int> batch) const {
+                               std::span<const Report> reports, std::pair<double, double> test,
+                               std::vector<int> batch) const {
   EpochResult r;
   r.epoch = e;
   r.wall_s = es.wall_s;

@@ -5,12 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
@@ -29,17 +28,17 @@ namespace dbs::train {
 
 struct EpochResult {
   std::int64_t epoch = 0;
-  double wall_s = 0;          // training time of the epoch (no evaluation)
-  double images_per_s = 0;    // N / wall_s
-  double ideal_s = 0;         // N / sum of the ranks' throughputs
-  double efficiency = 0;      // ideal_s / wall_s
-  double train_loss = 0;      // mean over the epoch's samples
+  double wall_s = 0;        // training time of the epoch (no evaluation)
+  double images_per_s = 0;  // N / wall_s
+  double ideal_s = 0;       // N / sum of the ranks' throughputs
+  double efficiency = 0;    // ideal_s / wall_s
+  double train_loss = 0;    // mean over the epoch's samples
   double test_loss = 0;
-  double test_acc = 0;        // fraction in [0, 1]
-  std::vector<int> batch;            // per rank, at the start of the epoch
-  std::vector<double> throughput;    // per rank, samples / compute second
-  int replans = 0;            // plan changes inside the epoch (rebalance_every)
-  int averages = 0;           // model averages in the epoch (0: synchronous; Settings::average_every)
+  double test_acc = 0;             // fraction in [0, 1]
+  std::vector<int> batch;          // per rank, at the start of the epoch
+  std::vector<double> throughput;  // per rank, samples / compute second
+  int replans = 0;                 // plan changes inside the epoch (rebalance_every)
+  int averages = 0;  // model averages in the epoch (0: synchronous; Settings::average_every)
   // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
   // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint, and
   // for one continued from a checkpoint taken inside it (its timings miss the earlier steps).
@@ -57,7 +56,7 @@ struct RunResult {
   double test_acc = 0;
   double param_l2 = 0;
   double param_sum = 0;
-  std::vector<float> params;        // final parameters
+  std::vector<float> params;  // final parameters
   // A stop signal (stop.h) ended the run early: the signal, and where it stopped: epoch
   // stop_epoch (from 1) after stop_step of its steps (0: at its start, the epochs before it done).
   int stop_signal = 0;
@@ -102,8 +101,7 @@ class Trainer {
   EpochResult result_of(std::int64_t epoch, const detail::EpochStats& es,
                         std::span<const Report> reports, std::pair<double, double> test,
                         std::vector<int> batch) const;
-  void trace_epoch(const EpochResult& r, std::span<const Report> reports,
-                   const Planned& next);
+  void trace_epoch(const EpochResult& r, std::span<const Report> reports, const Planned& next);
   detail::Interrupted interrupted(std::int64_t epoch, const detail::EpochStats& es);
   // Test loss and accuracy (NaN without test samples) (a collective where there are some).
   std::pair<double, double> evaluate();
@@ -135,25 +133,25 @@ class Trainer {
 
   const Config& config_;
   comm::Communicator& comm_;
-  data::Dataset train_;                       // the first train_limit samples, or the subset
+  data::Dataset train_;  // the first train_limit samples, or the subset
   data::Dataset test_;
-  nlohmann::json subset_;                     // the train subset's identity (null: none)
+  nlohmann::json subset_;  // the train subset's identity (null: none)
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<Planner> own_planner_;  // the embedded one when none was given
-  Planner* planner_ = nullptr;       // owns the plan in force; makes every change to it
-  std::vector<std::string> hosts_;            // host of each rank
-  std::vector<std::string> waiting_;          // how each rank waits and why (Communicator::waiting)
-  bool overlap_ = false;                      // Config::overlap resolved (resolve_overlap)
+  Planner* planner_ = nullptr;            // owns the plan in force; makes every change to it
+  std::vector<std::string> hosts_;        // host of each rank
+  std::vector<std::string> waiting_;      // how each rank waits and why (Communicator::waiting)
+  bool overlap_ = false;                  // Config::overlap resolved (resolve_overlap)
   std::unique_ptr<Exchange> exchange_;
   std::unique_ptr<LocalSgd> local_;           // with Config::average_every only
   std::unique_ptr<Exchange> local_exchange_;  // the averaging epochs' compute, with overlap_ only
   std::unique_ptr<Disturber> disturber_;
-  std::unique_ptr<trace::Writer> trace_;      // rank 0 only
-  std::vector<EpochResult> results_;          // finished epochs
+  std::unique_ptr<trace::Writer> trace_;          // rank 0 only
+  std::vector<EpochResult> results_;              // finished epochs
   std::optional<detail::Interrupted> resume_at_;  // an epoch stopped mid-way, to continue
-  trace::Timing timing_;                      // this rank's, of the last epoch run
-  std::vector<trace::Timing> timings_;        // every rank's, of the last epoch
+  trace::Timing timing_;                          // this rank's, of the last epoch run
+  std::vector<trace::Timing> timings_;            // every rank's, of the last epoch
 };
 
 // Trainer(config, comm, data, planner, model).run().

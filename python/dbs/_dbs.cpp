@@ -5,13 +5,12 @@
 // (trace.cpp) the trace writer and the pure policies; Python never re-derives any of them.
 // dbs errors arrive as dbs.Error and its subclasses InputError / ConfigError (also a
 // ValueError) / CommError.
+#include <dbs/meter.h>
+#include <dbs/planner.h>
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-
-#include <dbs/meter.h>
-#include <dbs/planner.h>
 
 #include <cstdint>
 #include <cstring>
@@ -27,9 +26,9 @@
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/data/sampler.h"
+#include "lib/planner/remote_check.h"
 #include "lib/policy/cost.h"
 #include "lib/policy/plan.h"
-#include "lib/planner/remote_check.h"
 #include "lib/policy/steps.h"
 #include "lib/trace/disturbance.h"
 
@@ -121,9 +120,9 @@ class JobPlanner {
 // files (tls_ca, token_file) are read by make_planner on every rank, whose collective verdict
 // raises on every rank when one of them is bad.
 dbs::Remote make_remote(const std::string& address, const std::string& job,
-                        const std::string& token_file, double timeout_s,
-                        double connect_timeout_s, const std::string& tls_ca,
-                        const std::string& auth, const std::string& munge_socket) {
+                        const std::string& token_file, double timeout_s, double connect_timeout_s,
+                        const std::string& tls_ca, const std::string& auth,
+                        const std::string& munge_socket) {
   dbs::Remote r;
   r.address = address;
   r.job = job;
@@ -203,9 +202,10 @@ PYBIND11_MODULE(_dbs, m) {
       .def_readwrite("average_every", &Settings::average_every)
       .def_readwrite("average_after_epochs", &Settings::average_after_epochs)
       .def("to_json", [](const Settings& s) { return dbs::policy::to_json(s).dump(); })
-      .def_static("from_json", [](const std::string& text) {
-        return from_text(text, "settings", dbs::policy::settings_from_json);
-      })
+      .def_static("from_json",
+                  [](const std::string& text) {
+                    return from_text(text, "settings", dbs::policy::settings_from_json);
+                  })
       .def(py::self == py::self);
 
   py::class_<Plan>(m, "Plan")
@@ -220,9 +220,10 @@ PYBIND11_MODULE(_dbs, m) {
       .def_readonly("reason", &Plan::reason)
       .def("world", &Plan::world)
       .def("to_json", [](const Plan& p) { return dbs::policy::to_json(p).dump(); })
-      .def_static("from_json", [](const std::string& text) {
-        return from_text(text, "plan", dbs::policy::plan_from_json);
-      })
+      .def_static("from_json",
+                  [](const std::string& text) {
+                    return from_text(text, "plan", dbs::policy::plan_from_json);
+                  })
       .def(py::self == py::self);
 
   py::class_<Report>(m, "Report")
@@ -308,8 +309,7 @@ PYBIND11_MODULE(_dbs, m) {
   using release = py::call_guard<py::gil_scoped_release>;
   py::class_<JobPlanner>(m, "Planner")
       .def(
-          "plan", [](JobPlanner& p) { return p.planner().plan(); }, release(),
-          "The plan in force.")
+          "plan", [](JobPlanner& p) { return p.planner().plan(); }, release(), "The plan in force.")
       .def(
           "next",
           [](JobPlanner& p, const std::vector<Report>& reports) {

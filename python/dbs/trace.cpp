@@ -2,6 +2,8 @@
 // writes the records of dbs-agent's trace format through their one home (dbs/torch/trace.py
 // uses it on rank 0), and dbs._dbs.make_policy: the pure policy objects, for a job whose plans
 // no planner makes (plain DDP's equal split, recorded under policy static).
+#include "lib/trace/trace.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -15,7 +17,6 @@
 #include "lib/policy/plan.h"
 #include "lib/policy/policy.h"
 #include "lib/trace/records.h"
-#include "lib/trace/trace.h"
 
 namespace py = pybind11;
 
@@ -60,10 +61,12 @@ class TraceWriter {
       samples += static_cast<double>(r.samples);
       throughput.push_back(r.throughput());
     }
-    dbs::trace::Eval ev = dbs::trace::eval_of(reports[0].epoch, wall_s, samples, throughput, replans);
+    dbs::trace::Eval ev =
+        dbs::trace::eval_of(reports[0].epoch, wall_s, samples, throughput, replans);
     for (std::size_t i = 0; i < reports.size(); ++i) {
       ev.busy.push_back(wall_s > 0 ? busy_s[i] / wall_s : 0.0);
-      busy_rate.push_back(busy_s[i] > 0 ? static_cast<double>(reports[i].samples) / busy_s[i] : 0.0);
+      busy_rate.push_back(busy_s[i] > 0 ? static_cast<double>(reports[i].samples) / busy_s[i]
+                                        : 0.0);
     }
     ev.busy_ideal_s = dbs::policy::ideal_time(busy_rate, samples);
     open().write(dbs::trace::to_json(ev));

@@ -1,6 +1,5 @@
 // `dbs-scheduler replay`: what-if analysis of balancing policies over a recorded trace, and
 // synthetic traces of clusters one does not have (lib/replay does the work).
-#include "lib/common/cli.h"
 #include "scheduler/command.h"
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <string>
 
 #include "lib/common/atomic_file.h"
+#include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/replay/reader.h"
 #include "lib/replay/replay.h"

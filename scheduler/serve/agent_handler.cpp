@@ -40,13 +40,15 @@ Caller AgentHandler::authenticate(const proto::RegisterMsg& r) const {
   if (!auth_.any()) return {};
   if (!r.auth.empty()) {
     if (!auth_.munge)
-      throw ProtocolError(ErrorCode::auth, "this daemon does not take munge credentials (serve --auth)");
+      throw ProtocolError(ErrorCode::auth,
+                          "this daemon does not take munge credentials (serve --auth)");
     return authenticate_munge(r);
   }
   const std::string& token = auth_.token;
   if (!auth_.token_mode || token.empty())
-    throw ProtocolError(ErrorCode::auth, "missing munge credential (this daemon authenticates "
-                                         "users with munge: dbs-agent --auth munge)");
+    throw ProtocolError(ErrorCode::auth,
+                        "missing munge credential (this daemon authenticates "
+                        "users with munge: dbs-agent --auth munge)");
   if (r.token.empty())
     throw ProtocolError(ErrorCode::auth,
                         auth_.munge ? "missing token or munge credential" : "missing token");

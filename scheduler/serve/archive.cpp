@@ -61,7 +61,10 @@ std::string write_archive(const std::vector<ArchiveMember>& members) {
     put_octal(h, kSize, 12, m.bytes.size());
     put_octal(h, kMtime, 12, 0);
     h[kType] = '0';
-    std::memcpy(h.data() + kMagic, "ustar\0" "00", 8);
+    std::memcpy(h.data() + kMagic,
+                "ustar\0"
+                "00",
+                8);
     std::snprintf(h.data() + kChecksum, 8, "%06o", checksum(h));
     h[kChecksum + 7] = ' ';
     out += h;

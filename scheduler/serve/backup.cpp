@@ -47,7 +47,8 @@ std::vector<std::string> list_files(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return out;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec) && it->path().filename().string().find(".tmp.") == std::string::npos)
+    if (it->is_regular_file(ec) &&
+        it->path().filename().string().find(".tmp.") == std::string::npos)
       out.push_back(it->path().filename().string());
   if (ec) throw InputError(dir + ": cannot list: " + ec.message());
   std::sort(out.begin(), out.end());
@@ -155,8 +156,8 @@ BackupSummary restore_state(const std::string& archive, const std::string& dir) 
   const int version = manifest["version"].get<int>();
   if (version > kBackupVersion)
     throw ConfigError(archive + ": backup format version " + std::to_string(version) +
-                      " is newer than this dbs-scheduler reads (" +
-                      std::to_string(kBackupVersion) + "); nothing was changed");
+                      " is newer than this dbs-scheduler reads (" + std::to_string(kBackupVersion) +
+                      "); nothing was changed");
   BackupSummary s;
   s.journal_version = manifest.value("journal_version", -1);
   if (s.journal_version < 0 || s.journal_version > kJournalVersion)
@@ -189,9 +190,9 @@ BackupSummary restore_state(const std::string& archive, const std::string& dir) 
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw InputError(parent.string() + ": " + ec.message());
-  const std::string tmp = (parent / ("." + target.filename().string() + ".restore." +
-                                     std::to_string(::getpid())))
-                              .string();
+  const std::string tmp =
+      (parent / ("." + target.filename().string() + ".restore." + std::to_string(::getpid())))
+          .string();
   try {
     for (const std::string& d : {tmp, tmp + "/traces", tmp + "/quarantine"})
       if (::mkdir(d.c_str(), 0700) != 0) throw InputError(d + ": " + std::strerror(errno));

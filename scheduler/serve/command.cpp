@@ -95,9 +95,9 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "plain TCP and HTTP)");
   cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert (needed with it)");
   cmd->add_flag("--http-trust-loopback", o->http_trust_loopback,
-               "HTTP clients on a loopback address see job ids, worlds and hosts without the "
-               "bearer token, as token holders do (default: only token holders; anyone with a "
-               "shell on this host is trusted then)");
+                "HTTP clients on a loopback address see job ids, worlds and hosts without the "
+                "bearer token, as token holders do (default: only token holders; anyone with a "
+                "shell on this host is trusted then)");
   cmd->add_option("--state-dir", o->state_dir,
                   "journal and traces here; a restart continues from it (default: in memory)");
   cmd->add_option("--keep-finished", o->keep_finished,
@@ -172,7 +172,8 @@ void add_job_key_command(CLI::App& app, Action& action) {
         std::printf("%s\n", net::job_key(net::read_token_file(args.token_file), args.job).c_str());
         return 0;
       });
-  cmd->add_option("--token-file", a->token_file, "the daemon token (a file only its owner may read)")
+  cmd->add_option("--token-file", a->token_file,
+                  "the daemon token (a file only its owner may read)")
       ->envname("DBS_TOKEN_FILE")
       ->required();
   cmd->add_option("job", a->job, "the job id")->required();
@@ -191,10 +192,10 @@ void add_backup_command(CLI::App& app, Action& action) {
       "Example: dbs-scheduler backup --state-dir /var/lib/dbs-scheduler --out /backup/dbs.tar",
       a, [](const Args& args) {
         const BackupSummary s = backup_state(args.state_dir, args.out);
-        std::printf("%s: journal version %d, %zu records (%zu jobs whose traces are rewritten "
-                    "from it), %zu finished traces, %zu quarantined files\n",
-                    args.out.c_str(), s.journal_version, s.records, s.rewritten, s.traces,
-                    s.quarantined);
+        std::printf(
+            "%s: journal version %d, %zu records (%zu jobs whose traces are rewritten "
+            "from it), %zu finished traces, %zu quarantined files\n",
+            args.out.c_str(), s.journal_version, s.records, s.rewritten, s.traces, s.quarantined);
         return 0;
       });
   cmd->add_option("--state-dir", a->state_dir, "the daemon's --state-dir")->required();
@@ -213,10 +214,11 @@ void add_restore_command(CLI::App& app, Action& action) {
       "Example: dbs-scheduler restore --from /backup/dbs.tar --state-dir /var/lib/dbs-new",
       a, [](const Args& args) {
         const BackupSummary s = restore_state(args.from, args.state_dir);
-        std::printf("%s: restored from %s: journal version %d, %zu records, %zu finished traces, "
-                    "%zu quarantined files\n",
-                    args.state_dir.c_str(), args.from.c_str(), s.journal_version, s.records,
-                    s.traces, s.quarantined);
+        std::printf(
+            "%s: restored from %s: journal version %d, %zu records, %zu finished traces, "
+            "%zu quarantined files\n",
+            args.state_dir.c_str(), args.from.c_str(), s.journal_version, s.records, s.traces,
+            s.quarantined);
         return 0;
       });
   cmd->add_option("--from", a->from, "the backup (a tar file from dbs-scheduler backup)")

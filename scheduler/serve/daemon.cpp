@@ -36,7 +36,8 @@ AuthSettings auth_of(const ServeOptions& o) {
   a.munge = o.auth.find("munge") != std::string::npos;
   a.munge_socket = o.munge_socket;
   if (a.munge && !auth::munge_built())
-    throw ConfigError("--auth " + o.auth + ": munge is not built into this dbs-scheduler "
+    throw ConfigError("--auth " + o.auth +
+                      ": munge is not built into this dbs-scheduler "
                       "(install libmunge-dev and configure with -Dmunge=enabled)");
   return a;
 }
@@ -86,8 +87,11 @@ Daemon::Daemon(const ServeOptions& options)
                  stop();
                }),
       jobs_(io_, journal_,
-            {options_.report_timeout_s, options_.max_jobs, options_.abandon_after_s,
-             options_.max_world, options_.lost_after_s,
+            {options_.report_timeout_s,
+             options_.max_jobs,
+             options_.abandon_after_s,
+             options_.max_world,
+             options_.lost_after_s,
              {options_.keep_finished, options_.retention_s}}),
       handler_(jobs_, auth_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_), 0.25, tls_.get()) {

@@ -60,7 +60,7 @@ class Daemon {
   std::optional<net::tcp::endpoint> http_endpoint_;
   net::Clock::time_point started_ = net::Clock::now();
   std::size_t max_connections_ = options_.max_connections;  // what the descriptors allow
-  std::uint64_t refused_ = 0;                                // connections over the limit
+  std::uint64_t refused_ = 0;                               // connections over the limit
   int status_ = 0;
   std::atomic<bool> stopping_{false};
 };

@@ -81,12 +81,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   static constexpr auto kHeadTime = std::chrono::seconds(5);    // to send the request head
   static constexpr auto kWriteTime = std::chrono::seconds(60);  // to take the response
 
-  static constexpr std::size_t kMaxHead = 16384;                // bytes of request head
+  static constexpr std::size_t kMaxHead = 16384;  // bytes of request head
 
   // Reads until the blank line that ends the head.
   void read_head() {
-    stream_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](
-                                                      const error_code& ec, std::size_t n) {
+    stream_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](const error_code& ec,
+                                                                              std::size_t n) {
       if (self->closed_) return;
       if (ec) {
         self->close();
@@ -148,17 +148,17 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
            "\r\nContent-Length: " + std::to_string(r.body.size()) +
            "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
     if (!head_only) out_ += r.body;
-    stream_.async_write(asio::buffer(out_), [self = shared_from_this()](const error_code& ec,
-                                                                          std::size_t) {
-      if (ec || self->closed_) {
-        self->close();
-        return;
-      }
-      self->stream_.async_shutdown([self] {  // TLS: close_notify, within kWriteTime
-        self->stream_.shutdown(net::tcp::socket::shutdown_both);
-        self->close();
-      });
-    });
+    stream_.async_write(
+        asio::buffer(out_), [self = shared_from_this()](const error_code& ec, std::size_t) {
+          if (ec || self->closed_) {
+            self->close();
+            return;
+          }
+          self->stream_.async_shutdown([self] {  // TLS: close_notify, within kWriteTime
+            self->stream_.shutdown(net::tcp::socket::shutdown_both);
+            self->close();
+          });
+        });
   }
 
   net::Stream stream_;

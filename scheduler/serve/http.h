@@ -25,10 +25,10 @@ struct HttpResponse {
 };
 
 struct HttpRequest {
-  std::string path;    // without the query
-  std::string query;   // without the '?'
+  std::string path;       // without the query
+  std::string query;      // without the '?'
   bool loopback = false;  // the client's address is a loopback address
-  std::string bearer;  // the token of an "Authorization: Bearer TOKEN" header ("" = none)
+  std::string bearer;     // the token of an "Authorization: Bearer TOKEN" header ("" = none)
 };
 
 using HttpRouter = std::function<HttpResponse(const HttpRequest& request)>;

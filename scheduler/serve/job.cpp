@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/common/format.h"
-#include "lib/common/error.h"
 #include "lib/policy/ideal.h"
 #include "lib/proto/checks.h"
 #include "lib/proto/codec.h"

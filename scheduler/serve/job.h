@@ -17,11 +17,11 @@ namespace dbs::scheduler {
 
 // One planned epoch: what the journal records and the trace shows.
 struct EpochOutcome {
-  std::int64_t epoch = 0;               // the reported epoch (0-based)
-  std::vector<Report> reports;  // received ones, by rank
-  std::vector<int> missing;             // ranks planned from their last report
-  Plan plan;                    // the plan of epoch + 1
-  std::vector<double> policy_state;     // after planning
+  std::int64_t epoch = 0;            // the reported epoch (0-based)
+  std::vector<Report> reports;       // received ones, by rank
+  std::vector<int> missing;          // ranks planned from their last report
+  Plan plan;                         // the plan of epoch + 1
+  std::vector<double> policy_state;  // after planning
 };
 
 // What a rank said of itself when it registered: the status page shows it, the journal keeps it.
@@ -43,7 +43,7 @@ struct EpochHistory {
 class Job {
  public:
   enum class Accepted { first, pending, complete, duplicate };
-  static constexpr std::size_t kHistory = 1000;  // epochs kept for the charts, at most
+  static constexpr std::size_t kHistory = 1000;          // epochs kept for the charts, at most
   static constexpr std::size_t kHistoryCells = 1 << 17;  // and at most this many rank-epochs
   static constexpr std::size_t kHistoryMin = 16;         // but at least this many epochs
   std::size_t history_kept() const;                      // epochs kept for this world

@@ -49,7 +49,8 @@ void LiveJob::set_plan(Plan durable) {
 
 void LiveJob::send_plan(int rank) const {
   net::LineSession* s = sessions[static_cast<std::size_t>(rank)];
-  if (s != nullptr && plan != nullptr) s->send(std::make_shared<const std::string>(plan->line(rank)));
+  if (s != nullptr && plan != nullptr)
+    s->send(std::make_shared<const std::string>(plan->line(rank)));
 }
 
 std::string trace_start(const Job& job) {
@@ -78,10 +79,11 @@ void JobTable::journal_state(const LiveJob& live, const char* type) {
 
 void JobTable::start_sweeps() {
   double every_s = std::min({60.0, limits_.abandon_after_s / 4, limits_.lost_after_s / 4});
-  if (limits_.retention.retention_s > 0) every_s = std::min(every_s, limits_.retention.retention_s / 4);
+  if (limits_.retention.retention_s > 0)
+    every_s = std::min(every_s, limits_.retention.retention_s / 4);
   every_s = std::max(0.01, every_s);
-  sweep_.expires_after(std::chrono::duration_cast<net::Clock::duration>(
-      std::chrono::duration<double>(every_s)));
+  sweep_.expires_after(
+      std::chrono::duration_cast<net::Clock::duration>(std::chrono::duration<double>(every_s)));
   sweep_.async_wait([this](const net::error_code& ec) {
     if (ec) return;  // stopping
     sweep();
@@ -98,9 +100,9 @@ void JobTable::sweep() {
     if (live->finished || live->connected() > 0) continue;
     if (now - live->last_seen > limit) abandoned.push_back(id);
     if (live->stopped) continue;  // not lost: its agents said they stopped
-    const auto due = live->planned_at + std::chrono::duration_cast<net::Clock::duration>(
-                                            std::chrono::duration<double>(
-                                                live->job->current().predicted_epoch_s));
+    const auto due = live->planned_at +
+                     std::chrono::duration_cast<net::Clock::duration>(
+                         std::chrono::duration<double>(live->job->current().predicted_epoch_s));
     if (!live->lost && now - std::max(live->last_seen, due) > lost_after) {
       live->lost = true;
       log::warn("job '" + id + "' lost: no rank connected for " +
@@ -109,7 +111,8 @@ void JobTable::sweep() {
     }
   }
   for (const auto& id : abandoned)
-    finish(*jobs_.at(id), "abandoned: no rank connected for " + format_seconds(limits_.abandon_after_s));
+    finish(*jobs_.at(id),
+           "abandoned: no rank connected for " + format_seconds(limits_.abandon_after_s));
   prune();
 }
 
@@ -192,8 +195,7 @@ void JobTable::on_register(net::LineSession& session, const proto::RegisterMsg& 
   if (live.lost || live.stopped) {
     if (live.stopped) journal_state(live, "running");
     live.lost = live.stopped = false;
-    log::info("job '" + m.job + "' running again: rank " + std::to_string(m.rank) +
-              " registered");
+    log::info("job '" + m.job + "' running again: rank " + std::to_string(m.rank) + " registered");
   }
   live.job->set_rank_info(m.rank, {m.host, m.waiting});
   peer = {m.job, m.rank, live.serial};
@@ -211,8 +213,8 @@ void JobTable::on_report(net::LineSession& session, const Peer& peer, const prot
   LiveJob* held = held_by(session, peer);
   if (held == nullptr)
     throw ProtocolError(ErrorCode::state, "this connection no longer holds rank " +
-                                              std::to_string(peer.rank) + " of job '" +
-                                              peer.job + "'");
+                                              std::to_string(peer.rank) + " of job '" + peer.job +
+                                              "'");
   LiveJob& live = *held;
   proto::check_rank(m.report.rank, live.job->world());
   if (m.report.rank != peer.rank)
@@ -251,8 +253,8 @@ void JobTable::arm_timeout(LiveJob& live) {
         try {  // a handler never throws out of the io loop
           plan_epoch(l);
         } catch (const std::exception& e) {
-          log::error("job '" + id + "': planning at the report timeout failed: " +
-                     net::printable(e.what()));
+          log::error("job '" + id +
+                     "': planning at the report timeout failed: " + net::printable(e.what()));
         }
       });
 }

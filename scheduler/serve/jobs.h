@@ -35,15 +35,15 @@ struct Peer {
 struct LiveJob {
   LiveJob(net::asio::io_context& io, std::unique_ptr<Job> j, std::uint64_t serial);
   std::unique_ptr<Job> job;
-  std::uint64_t serial;  // unique per daemon: a job id created again is another job
+  std::uint64_t serial;                // unique per daemon: a job id created again is another job
   std::optional<std::uint32_t> owner;  // the uid that created it (caller.h); none = the admin's
-  std::vector<net::LineSession*> sessions;               // by rank; nullptr = not connected
-  std::vector<char> done;                                // ranks that said goodbye with done
-  net::asio::steady_timer timer;                         // report timeout of the running epoch
-  net::Clock::time_point last_seen = net::Clock::now();  // a rank was last connected
+  std::vector<net::LineSession*> sessions;                // by rank; nullptr = not connected
+  std::vector<char> done;                                 // ranks that said goodbye with done
+  net::asio::steady_timer timer;                          // report timeout of the running epoch
+  net::Clock::time_point last_seen = net::Clock::now();   // a rank was last connected
   net::Clock::time_point planned_at = net::Clock::now();  // the running epoch's plan was sent
-  std::chrono::system_clock::time_point last_report{};   // a rank last reported (epoch 0: none)
-  std::shared_ptr<const proto::PlanLines> plan;          // the last durable plan (or none)
+  std::chrono::system_clock::time_point last_report{};    // a rank last reported (epoch 0: none)
+  std::shared_ptr<const proto::PlanLines> plan;           // the last durable plan (or none)
   bool finished = false;
   // No rank connected for lost_after_s past the time the running epoch was due to end (its plan
   // sent + its predicted epoch time): the agents are gone (Ctrl-C, a killed allocation). Cleared
@@ -80,9 +80,9 @@ class JobTable {
   JobTable(net::asio::io_context& io, Journal& journal, const JobLimits& limits);
 
   // Loads the jobs of the journal in dir, rewrites their traces from it (a finished job's trace
-  // keeps its time) and compacts it to the jobs still running, then applies the retention. A job whose records cannot be restored is quarantined (state_dir.h),
-  // the others are restored. Call before the journal starts. Throws InputError only when the
-  // directory cannot be read or written.
+  // keeps its time) and compacts it to the jobs still running, then applies the retention. A job
+  // whose records cannot be restored is quarantined (state_dir.h), the others are restored. Call
+  // before the journal starts. Throws InputError only when the directory cannot be read or written.
   void restore(const std::string& dir);
   struct Quarantined {
     std::string job;   // "" for journal lines that name no job

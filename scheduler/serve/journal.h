@@ -8,10 +8,10 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
-#include <map>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -52,7 +52,7 @@ class Journal {
   // Writes and syncs what is queued, then ends the writer; later entries are dropped.
   void stop();
   bool enabled() const { return !dir_.empty(); }
-  std::uint64_t syncs() const;  // fdatasync calls so far
+  std::uint64_t syncs() const;     // fdatasync calls so far
   Histogram sync_seconds() const;  // seconds per write + fdatasync of a batch, a copy
   std::uint64_t trace_failures() const { return trace_failures_; }  // trace writes lost
   std::uint64_t compactions() const { return compactions_; }

@@ -168,7 +168,8 @@ std::string render_metrics(const JobTable& jobs, const Stats& st, bool with_jobs
       o.sample(per_job[f].name, job_label(id), v[f]);
     }
   }
-  o.family("dbs_job_state", "gauge", "1 for the job's state (running, lost, stopped or finished), else 0.");
+  o.family("dbs_job_state", "gauge",
+           "1 for the job's state (running, lost, stopped or finished), else 0.");
   for (const auto& [id, live] : jobs.jobs())
     for (const char* state : {"running", "lost", "stopped", "finished"})
       o.sample("dbs_job_state", job_label(id) + ",state=\"" + state + "\"",

@@ -2,10 +2,11 @@
 // the charts as inline SVG; it refreshes itself every 5 s and needs no network. Running jobs
 // come first; each shows what ran (the table's "ran" columns are the charts' last step) and,
 // while it runs, the plan of the epoch running now.
+#include "lib/chart/page.h"
+
 #include <algorithm>
 
 #include "lib/chart/chart.h"
-#include "lib/chart/page.h"
 #include "lib/common/format.h"
 #include "scheduler/serve/views.h"
 
@@ -46,8 +47,9 @@ std::string exchange_note(const Plan& p, const Settings& settings) {
   std::string out = " (exchange <span class=\"exchange\">" + seconds(p.exchange_epoch_s) +
                     "</span>, " + format("%.0f %%", 100 * share);
   if (share >= 0.5 && !settings.averages_in(p.epoch))
-    out += ": balancing cannot shorten it; averaging the models every few steps "
-           "(--average-every) exchanges less";
+    out +=
+        ": balancing cannot shorten it; averaging the models every few steps "
+        "(--average-every) exchanges less";
   return out + ")";
 }
 
@@ -65,9 +67,8 @@ std::string figures(const LiveJob& live) {
          span("efficiency", efficiency > 0 ? format("%.1f %%", 100 * efficiency) : "-") +
          " (ideal over measured epoch time); epoch " + std::to_string(live.shown_epoch()) +
          " predicted " + span("predicted", seconds(p.predicted_epoch_s)) +
-         exchange_note(p, j.config()) + ", ideal " +
-         span("ideal", seconds(p.ideal_epoch_s)) + "; last epoch measured " +
-         span("measured", seconds(measured)) + "; last report " +
+         exchange_note(p, j.config()) + ", ideal " + span("ideal", seconds(p.ideal_epoch_s)) +
+         "; last epoch measured " + span("measured", seconds(measured)) + "; last report " +
          span("report-age", age < 0 ? "none since the daemon started" : format("%.0f s ago", age)) +
          "</p>";
 }
@@ -86,7 +87,10 @@ std::string warning(const LiveJob& live) {
   }
   const int missing = j.world() - live.connected();
   if (missing > named) ranks += " and " + std::to_string(missing - named) + " more";
-  return std::string("<p class=\"warning\">") + (live.stopped ? "Stopped: " : live.lost ? "Lost: " : "Warning: ") +
+  return std::string("<p class=\"warning\">") +
+         (live.stopped ? "Stopped: "
+          : live.lost  ? "Lost: "
+                       : "Warning: ") +
          std::to_string(missing) + " of " + std::to_string(j.world()) +
          " ranks not connected: " + ranks + "</p>";
 }
@@ -98,7 +102,8 @@ std::string table(const LiveJob& live) {
   const bool now = !live.finished;  // a column for the plan of the epoch running now
   std::string s =
       "<table><thead><tr><th>rank</th><th>host</th><th>waits</th><th>connected</th>"
-      "<th>batch, " + ran + "</th><th>samples/s, " + ran + "</th>" +
+      "<th>batch, " +
+      ran + "</th><th>samples/s, " + ran + "</th>" +
       (now ? "<th>batch, epoch " + std::to_string(j.current().epoch + 1) + " (now)</th>" : "") +
       "<th>last report</th></tr></thead><tbody>";
   for (int r = 0; r < j.world() && r < kRowsShown; ++r) {
@@ -108,10 +113,9 @@ std::string table(const LiveJob& live) {
     const RankInfo& info = j.rank_info()[i];
     const std::string waiting = info.waiting.empty() ? "-" : chart::escape(info.waiting);
     s += "<tr class=\"rank\"><td>" + std::to_string(r) + "</td><td>" + chart::escape(info.host) +
-         "</td><td class=\"waiting\">" + waiting +
-         "</td><td>" + (live.sessions[i] != nullptr ? "yes" : "no") +
-         "</td><td class=\"ran-batch\">" + (reported ? std::to_string(last->batch[i]) : "-") +
-         "</td><td class=\"ran-throughput\">" +
+         "</td><td class=\"waiting\">" + waiting + "</td><td>" +
+         (live.sessions[i] != nullptr ? "yes" : "no") + "</td><td class=\"ran-batch\">" +
+         (reported ? std::to_string(last->batch[i]) : "-") + "</td><td class=\"ran-throughput\">" +
          (reported ? format("%.1f", last->throughput[i]) : "-") + "</td>" +
          (now ? "<td class=\"batch\">" + std::to_string(j.current().batch[i]) + "</td>" : "") +
          "<td>" + (report.epoch >= 0 ? "epoch " + std::to_string(report.epoch + 1) : "-") +
@@ -153,9 +157,8 @@ std::string render_page(const JobTable& jobs, const Stats& st) {
       ".charts{display:flex;flex-wrap:wrap;gap:1em}",
       "<meta http-equiv=\"refresh\" content=\"5\"/>"};
   std::string s = "<h1>dbs-scheduler</h1>";
-  s += "<p>up " + format("%.0f", st.uptime_s) + " s, " +
-       std::to_string(jobs.in_state("running")) + " running job(s), " +
-       std::to_string(jobs.in_state("lost")) + " lost, " +
+  s += "<p>up " + format("%.0f", st.uptime_s) + " s, " + std::to_string(jobs.in_state("running")) +
+       " running job(s), " + std::to_string(jobs.in_state("lost")) + " lost, " +
        std::to_string(jobs.in_state("stopped")) + " stopped, " + std::to_string(st.connections) +
        " agent connection(s), " + std::to_string(st.messages) +
        " messages. Also: <a href=\"/status\">/status</a>, "

@@ -24,8 +24,7 @@ void JobTable::apply(const JournalRecord& r, std::map<std::string, std::string>&
       throw InputError("job '" + id + "' created twice");
     const int world = r.json.at("world").get<int>();
     if (world < 1 || world > proto::kMaxWorld) throw InputError("bad world");
-    const Settings config =
-        policy::settings_from_json(Fields(r.json.at("config"), "config"));
+    const Settings config = policy::settings_from_json(Fields(r.json.at("config"), "config"));
     proto::check_bounds(config);
     auto job = std::make_unique<Job>(id, world, config);
     traces[id] = trace_start(*job);

@@ -28,15 +28,16 @@ void Retention::scan(const std::string& dir, const std::set<std::string>& unfini
   finished_.clear();
   quarantined_.clear();
   std::error_code ec;
-  for (const auto& [sub, list] :
-       {std::pair{std::string("/traces"), &finished_}, {std::string("/quarantine"), &quarantined_}}) {
+  for (const auto& [sub, list] : {std::pair{std::string("/traces"), &finished_},
+                                  {std::string("/quarantine"), &quarantined_}}) {
     const fs::path d = dir + sub;
     if (!fs::exists(d, ec)) continue;
     for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec)) continue;
       const std::string name = it->path().filename().string();
       if (list == &finished_) {
-        if (name.size() <= 6 || !name.ends_with(".jsonl") || name.find(".tmp.") != std::string::npos)
+        if (name.size() <= 6 || !name.ends_with(".jsonl") ||
+            name.find(".tmp.") != std::string::npos)
           continue;
         const std::string job = name.substr(0, name.size() - 6);
         if (unfinished.count(job) == 0) list->push_back({job, mtime_of(*it)});
@@ -90,8 +91,8 @@ std::vector<std::string> Retention::due(Time now) {
 nlohmann::json Retention::to_json() const {
   return {{"keep_finished",
            limits_.keep_finished > 0 ? nlohmann::json(limits_.keep_finished) : nlohmann::json()},
-          {"retention_s", limits_.retention_s > 0 ? nlohmann::json(limits_.retention_s)
-                                                   : nlohmann::json()},
+          {"retention_s",
+           limits_.retention_s > 0 ? nlohmann::json(limits_.retention_s) : nlohmann::json()},
           {"finished_kept", finished_.size()},
           {"quarantined_kept", quarantined_.size()},
           {"pruned_finished", pruned_finished_},

@@ -18,7 +18,7 @@ namespace dbs::scheduler {
 
 struct RetentionLimits {
   std::size_t keep_finished = 0;  // finished jobs kept, newest first; 0 = no limit
-  double retention_s = 0;         // seconds a finished trace or quarantined file is kept; 0 = forever
+  double retention_s = 0;  // seconds a finished trace or quarantined file is kept; 0 = forever
 };
 
 class Retention {

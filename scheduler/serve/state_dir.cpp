@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,8 +38,8 @@ int header_version(const std::string& path, const std::string& first_line) {
     return 0;  // a torn or unreadable record: restore quarantines it
   }
   if (!h.is_object() || !h.contains("format")) return 0;
-  if (h["format"] != "dbs-journal" || !h.contains("version") ||
-      !h["version"].is_number_integer() || h["version"].get<std::int64_t>() < 1)
+  if (h["format"] != "dbs-journal" || !h.contains("version") || !h["version"].is_number_integer() ||
+      h["version"].get<std::int64_t>() < 1)
     throw ConfigError(path + " line 1: not a dbs-journal header (want {\"format\": " +
                       "\"dbs-journal\", \"version\": N}); nothing was changed");
   const std::int64_t v = h["version"].get<std::int64_t>();
@@ -53,7 +53,9 @@ int header_version(const std::string& path, const std::string& first_line) {
   return static_cast<int>(v);
 }
 
-bool is_header(const nlohmann::json& j) { return j.is_object() && j.contains("format"); }
+bool is_header(const nlohmann::json& j) {
+  return j.is_object() && j.contains("format");
+}
 
 }  // namespace
 

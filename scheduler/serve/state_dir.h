@@ -49,9 +49,9 @@ int migrate_journal(const std::string& dir);
 // Creates DIR (mode 0700) and DIR/traces when missing. Throws ConfigError.
 void prepare_state_dir(const std::string& dir);
 
-// The records of DIR/journal.jsonl (none when it does not exist), its header left out. A last line without its
-// newline - a write cut short by a crash - is dropped and the file truncated to the last whole
-// line. Lines that are not journal records (not JSON, no "type" or "job" string) go to
+// The records of DIR/journal.jsonl (none when it does not exist), its header left out. A last line
+// without its newline - a write cut short by a crash - is dropped and the file truncated to the
+// last whole line. Lines that are not journal records (not JSON, no "type" or "job" string) go to
 // `unreadable` when given, else InputError names the first one.
 std::vector<JournalRecord> read_journal(const std::string& dir,
                                         std::vector<JournalRecord>* unreadable = nullptr);

@@ -49,25 +49,25 @@ json job_json(const LiveJob& live) {
   }
   const double age = last_report_age_s(live);
   json out = {{"job", j.id()},
-          {"state", live.state()},
-          {"world", j.world()},
-          {"connected", live.connected()},
-          {"config", policy::to_json(j.config())},
-          {"epoch", live.shown_epoch()},  // running: the epoch running now; finished: the last
-          {"ran_epoch", last != nullptr ? last->epoch + 1 : 0},  // last planned from reports
-          {"reports", j.reports()},
-          {"plans", j.plans()},
-          {"plan_changes", j.changes()},
-          {"report_timeouts", j.timeouts()},
-          {"efficiency", last_efficiency(j)},
-          {"measured_epoch_s", last != nullptr ? last->measured_s : 0.0},
-          {"predicted_epoch_s", shown_plan.predicted_epoch_s},
-          {"exchange_epoch_s", shown_plan.exchange_epoch_s},
-          {"ideal_epoch_s", shown_plan.ideal_epoch_s},
-          {"last_report_age_s", age < 0 ? json() : json(age)},
-          {"plan", plan_json(shown_plan, shown)},  // the plan of "epoch"
-          {"ranks_shown", shown},
-          {"ranks", ranks}};
+              {"state", live.state()},
+              {"world", j.world()},
+              {"connected", live.connected()},
+              {"config", policy::to_json(j.config())},
+              {"epoch", live.shown_epoch()},  // running: the epoch running now; finished: the last
+              {"ran_epoch", last != nullptr ? last->epoch + 1 : 0},  // last planned from reports
+              {"reports", j.reports()},
+              {"plans", j.plans()},
+              {"plan_changes", j.changes()},
+              {"report_timeouts", j.timeouts()},
+              {"efficiency", last_efficiency(j)},
+              {"measured_epoch_s", last != nullptr ? last->measured_s : 0.0},
+              {"predicted_epoch_s", shown_plan.predicted_epoch_s},
+              {"exchange_epoch_s", shown_plan.exchange_epoch_s},
+              {"ideal_epoch_s", shown_plan.ideal_epoch_s},
+              {"last_report_age_s", age < 0 ? json() : json(age)},
+              {"plan", plan_json(shown_plan, shown)},  // the plan of "epoch"
+              {"ranks_shown", shown},
+              {"ranks", ranks}};
   if (live.owner) out["owner"] = *live.owner;  // the uid that created it (none: the admin's)
   return out;
 }
@@ -143,10 +143,10 @@ std::string render_quarantine(const JobTable& jobs) {
 }
 
 std::string render_public_page(const JobTable& jobs, const Stats& st) {
-  return chart::html_page(
-      {"dbs-scheduler", "body{margin:1em 2em;color:#222}", ""},
-      "<h1>dbs-scheduler</h1><p>" + std::to_string(jobs.running()) + " jobs running, " +
-          std::to_string(st.connections) + " agent connections. " + kHiddenWhy + ".</p>");
+  return chart::html_page({"dbs-scheduler", "body{margin:1em 2em;color:#222}", ""},
+                          "<h1>dbs-scheduler</h1><p>" + std::to_string(jobs.running()) +
+                              " jobs running, " + std::to_string(st.connections) +
+                              " agent connections. " + kHiddenWhy + ".</p>");
 }
 
 }  // namespace dbs::scheduler
