@@ -10,9 +10,6 @@
 namespace dbs::agent {
 namespace {
 
-std::string text(const std::string& v) {
-  return v;
-}
 std::string text(const PolicySpec& v) {
   return to_string(v);
 }

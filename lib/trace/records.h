@@ -22,7 +22,8 @@ struct Control {
   double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
                          // agreement on it (daemon_s of it)
   double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)
-  double check_s = 0;    // the allgather that checks every rank holds the same plan and parameters
+  double check_s = 0;    // the allgather that checks every rank holds the same plan and
+                         // parameters, and carries whether any rank has had a stop signal
   double total_s() const { return reports_s + plan_s + check_s; }
 };
 nlohmann::json to_json(const Control& c);

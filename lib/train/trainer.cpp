@@ -32,17 +32,29 @@ std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
   return fnv1a(params.data(), params.size_bytes(), h);
 }
 
-void check_agreement(comm::Communicator& comm, const Plan& plan, std::span<const float> params,
+// The end of an epoch's check, one collective: every rank's fingerprint of the plan and the
+// parameters (throws CheckError where they differ) and whether any rank has had a stop signal
+// (true on every rank then: the ranks agree to stop at this epoch's end).
+bool check_agreement(comm::Communicator& comm, const Plan& plan, std::span<const float> params,
                      std::int64_t epoch) {
-  const std::uint64_t mine = fingerprint(plan, params);
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+  struct Check {
+    std::uint64_t fingerprint;
+    std::int64_t stop;
+  };
+  static_assert(std::is_trivially_copyable_v<Check>);
+  const Check mine{fingerprint(plan, params), stop_signal() != 0 ? 1 : 0};
+  std::vector<Check> all(static_cast<std::size_t>(comm.size()));
   comm.allgather_bytes(&mine, sizeof mine, all.data());
-  for (int r = 1; r < comm.size(); ++r)
-    if (all[r] != all[0])
+  bool stop = false;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (all[r].fingerprint != all[0].fingerprint)
       throw CheckError("ranks disagree on the plan or the parameters after epoch " +
                        std::to_string(epoch + 1) + ": rank 0 has fingerprint " +
-                       std::to_string(all[0]) + ", rank " + std::to_string(r) + " has " +
-                       std::to_string(all[r]));
+                       std::to_string(all[0].fingerprint) + ", rank " + std::to_string(r) +
+                       " has " + std::to_string(all[r].fingerprint));
+    stop = stop || all[r].stop != 0;
+  }
+  return stop;
 }
 
 std::vector<Report> gather_reports(comm::Communicator& comm, const Report& mine) {
@@ -50,13 +62,6 @@ std::vector<Report> gather_reports(comm::Communicator& comm, const Report& mine)
   std::vector<Report> all(static_cast<std::size_t>(comm.size()));
   comm.allgather_bytes(&mine, sizeof mine, all.data());
   return all;
-}
-
-// Whether any rank has had a stop signal (a collective: the ranks agree at an epoch's end).
-bool any_stop(comm::Communicator& comm) {
-  double flag = stop_signal() != 0 ? 1.0 : 0.0;
-  comm.allreduce_sum(std::span<double>(&flag, 1));
-  return flag > 0;
 }
 
 // The signal that stopped the job, on every rank: its own, else the lowest signalled rank's.
@@ -209,7 +214,7 @@ RunResult Trainer::run() {
     if (const auto* remote = dynamic_cast<const planner::WithFallback*>(planner_))
       control.daemon_s = remote->waited_s();
     clock.reset();
-    check_agreement(comm_, next.plan, model_->params(), e);
+    const bool stop = check_agreement(comm_, next.plan, model_->params(), e);
     control.check_s = clock.seconds();
     EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
     r.control = control;
@@ -221,7 +226,7 @@ RunResult Trainer::run() {
     trace_epoch(r, reports, next);
     results_.push_back(r);
     if (!config_.checkpoint_dir.empty()) save_checkpoint();
-    if (e + 1 < config_.epochs && any_stop(comm_)) {
+    if (e + 1 < config_.epochs && stop) {
       out.stop_signal = agreed_signal(comm_);
       out.stop_epoch = e + 2;
       break;
