@@ -13,6 +13,14 @@
 
 namespace dbs::comm {
 
+// Up to this many ranks Open MPI's non-blocking allreduce goes around the ring; beyond, by
+// Rabenseifner's algorithm (MpiRuntime, docs/concepts/exchange.md).
+inline constexpr int kRingRanks = 8;
+
+// The ranks of the job as its launcher says before MPI starts (OMPI_COMM_WORLD_SIZE of mpirun,
+// PMI_SIZE, SLURM_NTASKS; the first set to a positive number), 0 when none does.
+int launched_world_size();
+
 // Owns MPI_Init_thread / MPI_Finalize for the process; create exactly one, first thing in main.
 // Sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so failures come back as CommError.
 // If MPI was already initialised by someone else, it neither initialises nor finalises.

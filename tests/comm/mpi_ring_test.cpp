@@ -3,17 +3,17 @@
 // "FAIL <name> (rank r): details" (each failing rank); exits 1 if any check failed anywhere.
 #include <sched.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <chrono>
 #include <optional>
 #include <random>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/comm/mpi.h"
@@ -178,7 +178,8 @@ std::string started_allreduces_match(Wait wait) {
   auto comm = dbs::comm::make_mpi(Algorithm::mpi, wait);
   std::vector<std::vector<float>> data, reference;
   for (const std::size_t n : {101110u, 1u, 37312u}) {
-    data.push_back(random_floats(n, 7u + 13u * static_cast<unsigned>(comm->rank()) + static_cast<unsigned>(n)));
+    data.push_back(random_floats(
+        n, 7u + 13u * static_cast<unsigned>(comm->rank()) + static_cast<unsigned>(n)));
     reference.push_back(data.back());
     dbs::comm::check_mpi(MPI_Allreduce(MPI_IN_PLACE, reference.back().data(), static_cast<int>(n),
                                        MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -221,8 +222,9 @@ std::string waiting_sleeps(bool overlap) {
   const double cpu = dbs::cpu_seconds() - cpu0, waited = wall.seconds();
   if (f[999] != static_cast<float>(comm->size())) return "allreduce gave " + std::to_string(f[999]);
   if (comm->rank() == 0 || waited < 0.2) return "";
-  return cpu < 0.25 * waited ? "" : "waited " + std::to_string(waited) + " s using " +
-                                        std::to_string(cpu) + " s of CPU";
+  return cpu < 0.25 * waited
+             ? ""
+             : "waited " + std::to_string(waited) + " s using " + std::to_string(cpu) + " s of CPU";
 }
 
 // The ring (its halves, or the whole allreduce) with Wait::sleep: rank 0 enters 0.4 s late (no
@@ -251,8 +253,9 @@ std::string ring_waits_asleep(bool halves) {
   for (std::size_t i = 0; i < n; ++i)
     if (data[i] != want) return "element " + std::to_string(i) + ": " + std::to_string(data[i]);
   if (r == 0 || waited < 0.2) return "";
-  return cpu < 0.25 * waited ? "" : "waited " + std::to_string(waited) + " s using " +
-                                        std::to_string(cpu) + " s of CPU";
+  return cpu < 0.25 * waited
+             ? ""
+             : "waited " + std::to_string(waited) + " s using " + std::to_string(cpu) + " s of CPU";
 }
 
 // The value of Open MPI's control variable `name` (MPI_T), or "" where it has none.
@@ -300,6 +303,8 @@ std::optional<std::string> env(const char* name) {
 int main(int argc, char** argv) {
   const auto eager = env("OMPI_MCA_btl_tcp_eager_limit");
   const auto iallreduce = env("OMPI_MCA_coll_libnbc_iallreduce_algorithm");
+  const auto iallgather = env("OMPI_MCA_coll_libnbc_iallgather_algorithm");
+  const int launched = dbs::comm::launched_world_size();
   dbs::comm::MpiRuntime mpi(&argc, &argv);
   try {
     for (std::size_t n : {1u, 2u, 3u, 7u, 1000u, 4097u, 690590u, 1000000u}) {
@@ -319,14 +324,16 @@ int main(int argc, char** argv) {
     check("Mpi.Communicator.Mpi", [] { return communicator_works(Algorithm::mpi, Wait::spin); });
     check("Mpi.Communicator.Ring.Sleep",
           [] { return communicator_works(Algorithm::ring, Wait::sleep); });
-    check("Mpi.Communicator.Mpi.Sleep", [] { return communicator_works(Algorithm::mpi, Wait::sleep); });
+    check("Mpi.Communicator.Mpi.Sleep",
+          [] { return communicator_works(Algorithm::mpi, Wait::sleep); });
     check("Mpi.Communicator.Mpi.Rank0SleepsOthersSpin", [] {
       return communicator_works(Algorithm::mpi, world_rank() == 0 ? Wait::sleep : Wait::spin);
     });
     for (const Algorithm a : {Algorithm::mpi, Algorithm::ring}) {
       const std::string name = std::string("Mpi.Halves.") + dbs::comm::to_string(a);
       for (std::size_t n : {1u, 10u, 4097u, 690590u}) {
-        check(name + ".n" + std::to_string(n), [a, n] { return halves_match(a, Wait::spin, n, false); });
+        check(name + ".n" + std::to_string(n),
+              [a, n] { return halves_match(a, Wait::spin, n, false); });
         check(name + ".EmptyFirst.n" + std::to_string(n),
               [a, n] { return halves_match(a, Wait::spin, n, true); });
       }
@@ -338,12 +345,21 @@ int main(int argc, char** argv) {
     check("Mpi.Overlap.WaitingRanksSleep", [] { return waiting_sleeps(true); });
     check("Ring.Halves.WaitingRanksSleep", [] { return ring_waits_asleep(true); });
     check("Ring.Allreduce.WaitingRanksSleep", [] { return ring_waits_asleep(false); });
-    check("Mpi.Runtime.TcpEagerLimit", [&] {
-      return runtime_default("btl_tcp_eager_limit", eager, "4194304");
+    check("Mpi.Runtime.TcpEagerLimit",
+          [&] { return runtime_default("btl_tcp_eager_limit", eager, "4194304"); });
+    check("Mpi.Runtime.LaunchedWorldSize", [&] {
+      int size = 0;
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+      return launched == size ? std::string()
+                              : "launched_world_size() is " + std::to_string(launched) +
+                                    ", MPI_COMM_WORLD has " + std::to_string(size);
     });
-    check("Mpi.Runtime.LibnbcIallreduceRing", [&] {
-      return runtime_default("coll_libnbc_iallreduce_algorithm", iallreduce, "1");
+    check("Mpi.Runtime.LibnbcIallreduceRingUpTo8RanksElseRabenseifner", [&] {
+      return runtime_default("coll_libnbc_iallreduce_algorithm", iallreduce,
+                             launched > dbs::comm::kRingRanks ? "3" : "1");
     });
+    check("Mpi.Runtime.LibnbcIallgatherRecursiveDoubling",
+          [&] { return runtime_default("coll_libnbc_iallgather_algorithm", iallgather, "2"); });
     check("Mpi.ParseWait", [] {
       if (dbs::comm::parse_wait("auto") != Wait::automatic) return std::string("auto");
       try {
@@ -357,9 +373,13 @@ int main(int argc, char** argv) {
     });
     check("Mpi.Wait.AutomaticSleepsOnlyWhereTheQuotaIsBelowTheThreads", [] {
       using dbs::comm::automatic_wait;
-      const struct { double quota; int threads; Wait want; } cases[] = {
-          {0, 1, Wait::spin},   {0.33, 1, Wait::sleep}, {0.999, 1, Wait::sleep},
-          {1.0, 1, Wait::spin}, {1.5, 2, Wait::sleep},  {2.0, 2, Wait::spin}, {4.0, 2, Wait::spin}};
+      const struct {
+        double quota;
+        int threads;
+        Wait want;
+      } cases[] = {{0, 1, Wait::spin},   {0.33, 1, Wait::sleep}, {0.999, 1, Wait::sleep},
+                   {1.0, 1, Wait::spin}, {1.5, 2, Wait::sleep},  {2.0, 2, Wait::spin},
+                   {4.0, 2, Wait::spin}};
       for (const auto& c : cases)
         if (automatic_wait(c.quota, c.threads) != c.want)
           return "quota " + std::to_string(c.quota) + ", " + std::to_string(c.threads) +
