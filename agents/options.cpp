@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "agents/cluster.h"
+#include "lib/comm/mpi.h"
 #include "lib/common/cli.h"
 #include "lib/common/error.h"
 #include "lib/common/terminal.h"
@@ -52,18 +53,11 @@ int threads_from_env(const char* name) {
   return static_cast<int>(n);
 }
 
-// The ranks the launcher starts, when it says (Open MPI, PMI, Slurm), else 0.
-int launcher_world() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
-    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
-  return 0;
-}
-
 // The policy fits the job: fixed: sizes for its ranks, --min-batch and --max-batch a global
 // batch they can make; fails before MPI starts. World: the launcher's, or the number of fixed:
 // sizes, or 1.
 void check_policy(const train::Config& c) {
-  int world = launcher_world();
+  int world = comm::launched_world_size();
   if (world == 0 && c.policy.kind == PolicySpec::Kind::fixed)
     world = static_cast<int>(c.policy.sizes.size());
   try {
@@ -380,8 +374,8 @@ bool parse_options(int argc, char** argv, Options& o, int& exit_code) {
       planner::check_tls_ca(sc.tls_ca, "--tls-ca");
     }
     apply_cluster(o, [&app](const char* option) { return app.count(option) > 0; });
-    if (o.cluster && launcher_world() > 0)
-      check_world(*o.cluster, o.cluster_path, launcher_world());
+    if (o.cluster && comm::launched_world_size() > 0)
+      check_world(*o.cluster, o.cluster_path, comm::launched_world_size());
     check_policy(c);
     if (!o.cluster && !fs::is_directory(c.data_dir))
       throw ConfigError("--data " + c.data_dir + ": no such folder");
