@@ -156,29 +156,61 @@ double least_comm(const Trace& trace, double steps) {
   return stats::median(std::move(per_epoch));
 }
 
+// Per step, of the runs `runs` of the recorded plans (no allreduce, so that a report's comm_s is
+// the model's wait for the slowest rank): the mean over the ranks of what each recorded in
+// comm_s beyond that wait, the median over the epochs, within [0, least_comm]. Every rank's
+// comm_s holds the allreduce; the least one also holds the waits that the ranks' jitter makes,
+// which grow with the step and so differ between the policies.
+double pure_allreduce(const Trace& trace, const std::vector<EpochRun>& runs, double least) {
+  std::vector<double> per_epoch;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    double sum = 0;
+    int counted = 0;
+    for (std::size_t i = 0; i < runs[k].reports.size(); ++i) {
+      const Report& model = runs[k].reports[i];
+      if (model.steps <= 0) continue;
+      sum += (trace.epochs[k].reports[i].comm_s - model.comm_s) / static_cast<double>(model.steps);
+      ++counted;
+    }
+    if (counted > 0) per_epoch.push_back(sum / counted);
+  }
+  if (per_epoch.empty()) return least;
+  return std::clamp(stats::median(std::move(per_epoch)), 0.0, least);
+}
+
+std::vector<EpochRun> recorded_runs(const Trace& trace, const Cluster& c) {
+  std::vector<EpochRun> runs;
+  for (std::size_t k = 0; k < trace.epochs.size(); ++k)
+    runs.push_back(recorded_run(trace, c, CostModel{}, k));
+  return runs;
+}
+
 // Scales c.jitter down (by bisection on one factor for all ranks) until the critical path of
-// the recorded plans fits in the recorded walls less the allreduce (fit.h).
+// the recorded plans and the allreduce (pure_allreduce, which depends on the jitter) fit in the
+// recorded walls (fit.h).
 void fit_jitter(const Trace& trace, Cluster& c) {
   if (c.jitter.empty()) return;
   const auto steps = static_cast<double>(c.steps());
-  double budget = -least_comm(trace, steps) * steps * static_cast<double>(trace.epochs.size());
-  for (const EpochRecords& rec : trace.epochs) budget += rec.wall_s;
+  const double least = least_comm(trace, steps);
+  double wall = 0;
+  for (const EpochRecords& rec : trace.epochs) wall += rec.wall_s;
   const std::vector<std::vector<double>> full = c.jitter;
-  const auto critical = [&](double scale) {
+  const auto fits = [&](double scale) {
     for (std::size_t e = 0; e < full.size(); ++e)
       for (std::size_t i = 0; i < full[e].size(); ++i) c.jitter[e][i] = scale * full[e][i];
+    const std::vector<EpochRun> runs = recorded_runs(trace, c);
     double sum = 0;
-    for (std::size_t k = 0; k < trace.epochs.size(); ++k)
-      sum += recorded_run(trace, c, CostModel{}, k).compute_s;
-    return sum;
+    for (const EpochRun& run : runs) sum += run.compute_s;
+    return sum + pure_allreduce(trace, runs, least) * steps * static_cast<double>(runs.size()) <=
+           wall;
   };
-  if (critical(1.0) <= budget) return;
+  if (fits(1.0)) return;
   double lo = 0, hi = 1;
   for (int k = 0; k < 30; ++k) {
     const double mid = 0.5 * (lo + hi);
-    (critical(mid) <= budget ? lo : hi) = mid;
+    (fits(mid) ? lo : hi) = mid;
   }
-  critical(lo);
+  fits(lo);
 }
 
 bool has_work(const Trace& trace) {
@@ -346,7 +378,8 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   }
   // What the walls hold per step beyond the critical path; the allreduce cannot exceed it.
   const double unexplained = std::max(0.0, (wall - critical) / (steps * trace.epochs.size()));
-  f.measured_allreduce_s = std::min(least_comm(trace, steps), unexplained);
+  f.measured_allreduce_s = std::min(
+      pure_allreduce(trace, recorded_runs(trace, cluster), least_comm(trace, steps)), unexplained);
   f.fitted_overhead_s = unexplained - f.measured_allreduce_s;
 
   CostModel& m = f.cost;

@@ -25,7 +25,7 @@
 //     median over the epochs (Cluster::jitter); the slowest of several noisy ranks is later on
 //     average than the slowest mean, which is what a balanced split pays per step. Step times
 //     are skewed (rare long steps) more than normal: where the expected maxima would make the
-//     recorded plans' critical path longer than the recorded walls less the allreduce, every
+//     recorded plans' critical path and the allreduce longer than the recorded walls, every
 //     rank's jitter is scaled down until they fit.
 //   - The rank's measured median step rate and work points over the model's, under the recorded
 //     plans (Cluster::median_bias and work_bias), so the simulated policy sees what the real one
@@ -34,8 +34,12 @@
 //     epoch that has one.
 //
 // Cost model, per step, fitted from the records (each figure can be given instead):
-//   allreduce_s - the slowest rank waits least, so min over ranks of comm_s / S is the pure
-//                 allreduce of an epoch; the median over epochs is taken. Split into the
+//   allreduce_s - a rank's comm_s holds the allreduce and its wait for the slowest rank in each
+//                 step, and the model gives that wait under the recorded plans (with jitter,
+//                 the expected maximum less the rank's own time): the mean over the ranks of
+//                 comm_s less the model's wait, per step, is the pure allreduce of an epoch;
+//                 the median over epochs is taken, at most the least comm_s (the last to
+//                 arrive waits least) and at least 0. Split into the
 //                 model's latency (given, default kDefaultLatency: one trace has one message
 //                 size, so latency and bandwidth cannot both be fitted) and the bandwidth that
 //                 makes the model (ring or tree, allreduce_messages and allreduce_volume)

@@ -262,13 +262,18 @@ Cluster cluster_of(const Spec& s) {
   }
   std::vector<double> alpha;
   for (const NodeType& t : s.nodes) alpha.insert(alpha.end(), t.count, t.alpha_s);
-  if (std::any_of(alpha.begin(), alpha.end(), [](double a) { return a > 0; })) {
-    // A fixed cost per step: the ranks report their work times, as the agent's do, so that
-    // dbs plans by its cost model and replay can fit the fixed cost back.
-    c.alpha.assign(c.base.size(), alpha);
-    c.work_bias.assign(c.base.size(), std::vector<Cluster::WorkBias>(
-                                          static_cast<std::size_t>(c.world),
-                                          Cluster::WorkBias{true, {1.0, 1.0}, {0.0, 0.0}}));
+  const bool fixed = std::any_of(alpha.begin(), alpha.end(), [](double a) { return a > 0; });
+  if (fixed) c.alpha.assign(c.base.size(), alpha);
+  // Per-step noise: each step lasts the expected maximum of the ranks' noisy times.
+  if (s.step_noise > 0)
+    c.jitter.assign(c.base.size(),
+                    std::vector<double>(static_cast<std::size_t>(c.world), s.step_noise));
+  if (fixed || s.step_noise > 0) {
+    // The ranks report their work times (mean and spread), as the agent's do, so that dbs plans
+    // by its cost model and replay can fit the fixed cost and the noise back.
+    const Cluster::WorkBias reported{true, {1.0, 1.0}, {s.step_noise, s.step_noise}};
+    c.work_bias.assign(c.base.size(),
+                       std::vector<Cluster::WorkBias>(static_cast<std::size_t>(c.world), reported));
   }
   return c;
 }

@@ -5,8 +5,9 @@
 //
 // Words: rank i's work in a step of b samples costs alpha_i + b / v_i(e) seconds, v_i(e) its
 // throughput in epoch e (the node type's, times the epoch's noise draw; beta_i = 1 / v_i). A
-// disturbance multiplies the whole cost by its factor while active; step_noise (emulation only)
-// multiplies each step's by a lognormal factor of mean 1.
+// disturbance multiplies the whole cost by its factor while active; step_noise multiplies each
+// step's by a lognormal factor of mean 1 (emulated: drawn per step; simulated: a step lasts the
+// expected maximum of the ranks' times, Cluster::jitter).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +45,7 @@ struct Spec {
   double bandwidth = 1.25e9;     // bytes/s of a rank's link (0 = infinite)
   double overhead_s = 1e-3;      // per step (simulation only: an emulated step has its own)
   double noise = 0;              // sd of log throughput, drawn per rank and epoch
-  double step_noise = 0;         // sd of log step cost, drawn per rank and step (emulation)
+  double step_noise = 0;         // sd of log step cost, per rank and step
   double cpu_share = 0;          // part of a step's cost an emulated rank computes (the rest waits)
   std::uint64_t seed = 1;
   std::vector<NodeType> nodes;  // ranks in this order

@@ -268,8 +268,9 @@ namespace {
 
 // 64 ranks of four node types at 1, 0.75, 0.5 and 0.25 of 400 samples/s, every step of every
 // rank with a fixed cost of 0.1 s (40 to 10 samples' worth: unlike), the second type slowed x2
-// from the middle of the run (epoch 5 of 8), as `policy` runs them.
-std::string four_types(const std::string& policy) {
+// from the middle of the run (epoch 5 of 8), as `policy` runs them; with `step_noise`, each
+// rank's step time varies by that relative spread.
+std::string four_types(const std::string& policy, double step_noise = 0) {
   json spec = json::parse(R"({
     "epochs": 8, "samples_per_epoch": 160000, "global_batch": 16000, "params": 10000,
     "latency_s": 2e-5, "bandwidth": 1e9, "overhead_s": 0.001, "base_throughput": 400,
@@ -279,6 +280,7 @@ std::string four_types(const std::string& policy) {
               {"name": "d", "count": 16, "speed": 0.25, "alpha_s": 0.1}],
     "disturbances": [{"ranks": "16-31", "factor": 2, "from": 5}]})");
   spec["policy"] = policy;
+  spec["step_noise"] = step_noise;
   return synthesize(parse_spec(spec, "four-types.json"));
 }
 
@@ -298,6 +300,33 @@ TEST_CASE("Replay.BatchDependentCost.SixtyFourRanksBothWays") {
   CHECK(std::fabs(from_static.error()) < 1e-4);  // each under its own policy
   CHECK(std::fabs(from_dbs.error()) < 1e-4);
   CHECK(dbs_run < 0.7 * static_run);  // the question is worth asking: dbs gains much here
+}
+
+TEST_CASE("Replay.StepNoise.SixtyFourRanksBothWays") {
+  // With 5% noise per step, every step waits for the unluckiest rank: in the static run for
+  // the slowest type's 16 ranks, whose steps are long, in the dbs run for all 64 ranks, whose
+  // steps are short. Each rank's comm_s holds that wait besides the allreduce, so the least
+  // comm_s of a trace is no measure of the allreduce, and taken as one it moves the prediction
+  // by the difference between the two runs' waits.
+  const std::string static_trace = four_types("static", 0.05),
+                    dbs_trace = four_types("dbs", 0.05);
+  const Replay from_static = replay_of(static_trace, {"dbs", "static"});
+  const Replay from_dbs = replay_of(dbs_trace, {"static", "dbs"});
+  const double dbs_run = replay_of(dbs_trace).recorded_total_s;
+  const double static_run = replay_of(static_trace).recorded_total_s;
+  MESSAGE("dbs predicted from the static trace " << from_static.results[0].total_s << " s, run "
+          << dbs_run << " s; static from the dbs trace " << from_dbs.results[0].total_s
+          << " s, run " << static_run << " s");
+  CHECK(from_static.results[0].total_s == doctest::Approx(dbs_run).epsilon(0.01));
+  CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run).epsilon(0.01));
+  CHECK(std::fabs(from_static.error()) < 1e-4);
+  CHECK(std::fabs(from_dbs.error()) < 1e-4);
+  // The allreduce comes back as the synthesized one, from either trace.
+  const double allreduce = ring_allreduce_s(64, allreduce_bytes(10000, 64), 2e-5, 1e9);
+  for (const Replay* r : {&from_static, &from_dbs})
+    CHECK(r->fit.measured_allreduce_s == doctest::Approx(allreduce).epsilon(1e-3));
+  // Noise costs time: the runs are longer than without it.
+  CHECK(dbs_run > replay_of(four_types("dbs")).recorded_total_s);
 }
 
 TEST_CASE("Replay.BatchDependentCost.WhereTheTimeGoesAddsUp") {
