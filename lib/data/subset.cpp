@@ -11,6 +11,7 @@
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/common/hash.h"
+#include "lib/common/read_file.h"
 
 namespace dbs::data {
 namespace {
@@ -54,11 +55,10 @@ void write_subset(const Subset& s, const std::string& path) {
 Subset read_subset(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open subset file");
-  std::stringstream buf;
-  buf << in.rdbuf();
+  const std::string text = read_rest(in);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(buf.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not valid JSON (" + e.what() + ")");
   }

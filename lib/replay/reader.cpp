@@ -15,6 +15,7 @@
 
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
+#include "lib/common/read_file.h"
 #include "lib/trace/records.h"
 #include "lib/trace/trace.h"
 
@@ -293,10 +294,9 @@ Trace parse_trace(std::string_view text, const std::string& name, const ReadOpti
 Trace read_trace(const std::string& path, const ReadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  const std::string text = read_rest(in);
   if (in.bad()) throw InputError(path + ": cannot read trace: " + std::strerror(errno));
-  return parse_trace(buf.str(), path, options);
+  return parse_trace(text, path, options);
 }
 
 std::vector<trace::Disturbance> slowdowns_of(const Trace& trace) {

@@ -24,6 +24,7 @@
 #include "lib/common/error.h"
 #include "lib/common/fields.h"
 #include "lib/common/log.h"
+#include "lib/common/read_file.h"
 #include "lib/policy/plan.h"
 #include "lib/trace/trace.h"
 #include "lib/train/trainer.h"
@@ -328,9 +329,7 @@ Trainer::Resumed Trainer::load_checkpoint() {
   std::string bytes;
   Found mine;
   if (std::ifstream f{path, std::ios::binary}) {
-    std::ostringstream buf;
-    buf << f.rdbuf();
-    bytes = buf.str();
+    bytes = read_rest(f);
     const Parsed p = parse(path, bytes);
     mine.next_epoch = p.meta.at("next_epoch").get<std::int64_t>();
     mine.digest = state_digest(p);

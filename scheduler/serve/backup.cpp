@@ -18,6 +18,7 @@
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
+#include "lib/common/read_file.h"
 #include "scheduler/serve/archive.h"
 #include "scheduler/serve/state_dir.h"
 
@@ -36,9 +37,7 @@ bool read_file(const std::string& path, std::string& out) {
     if (errno == ENOENT) return false;
     throw InputError(path + ": cannot read: " + std::strerror(errno));
   }
-  std::ostringstream buf;
-  buf << f.rdbuf();
-  out = buf.str();
+  out = read_rest(f);
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
 #include "lib/common/log.h"
+#include "lib/common/read_file.h"
 
 namespace dbs::scheduler {
 namespace {
@@ -83,9 +84,7 @@ void replace_journal(const std::string& dir, const std::string& text) {
   std::ifstream f(path, std::ios::binary);
   const bool migrating = f && version == 0;
   if (migrating) {
-    std::ostringstream buf;
-    buf << f.rdbuf();
-    write_file_atomic(copy, buf.str());
+    write_file_atomic(copy, read_rest(f));
   }
   write_file_atomic(path, text);
   if (!migrating) return;
@@ -107,9 +106,7 @@ int migrate_journal(const std::string& dir) {
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) return version;  // no journal yet: Journal::start writes the header
-  std::ostringstream buf;
-  buf << f.rdbuf();
-  replace_journal(dir, journal_header() + buf.str());
+  replace_journal(dir, journal_header() + read_rest(f));
   return version;
 }
 
@@ -137,9 +134,7 @@ std::vector<JournalRecord> read_journal(const std::string& dir,
   const std::string path = dir + "/journal.jsonl";
   std::ifstream f(path, std::ios::binary);
   if (!f) return {};
-  std::ostringstream buf;
-  buf << f.rdbuf();
-  const std::string bytes = buf.str();
+  const std::string bytes = read_rest(f);
   const std::size_t whole = bytes.rfind('\n') == std::string::npos ? 0 : bytes.rfind('\n') + 1;
   if (whole < bytes.size()) {
     log::warn(path + ": dropping " + std::to_string(bytes.size() - whole) +
