@@ -156,38 +156,42 @@ double least_comm(const Trace& trace, double steps) {
   return stats::median(std::move(per_epoch));
 }
 
-// Per step, of the runs `runs` of the recorded plans (no allreduce, so that a report's comm_s is
-// the model's wait for the slowest rank): the mean over the ranks of what each recorded in
-// comm_s beyond that wait, the median over the epochs, within [0, least_comm]. Every rank's
-// comm_s holds the allreduce; the least one also holds the waits that the ranks' jitter makes,
-// which grow with the step and so differ between the policies.
-double pure_allreduce(const Trace& trace, const std::vector<EpochRun>& runs, double least) {
+// One pass over the epochs under the recorded plans, without allreduce, so that a simulated
+// report's comm_s is the model's wait for the slowest rank.
+struct RecordedPass {
+  std::vector<double> compute_s;  // per epoch: the critical path
+  // Per step: the mean over the ranks of what each recorded in comm_s beyond the model's wait,
+  // the median over the epochs, within [0, least comm_s]. Every rank's comm_s holds the
+  // allreduce; the least one also holds the waits that the ranks' jitter makes, which grow with
+  // the step and so differ between the policies.
+  double allreduce_s = 0;
+  double critical_s() const { return std::accumulate(compute_s.begin(), compute_s.end(), 0.0); }
+};
+
+RecordedPass recorded_pass(const Trace& trace, const Cluster& c, double least) {
+  RecordedPass out;
   std::vector<double> per_epoch;
-  for (std::size_t k = 0; k < runs.size(); ++k) {
+  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
+    const EpochRun run = recorded_run(trace, c, CostModel{}, k);
+    out.compute_s.push_back(run.compute_s);
     double sum = 0;
     int counted = 0;
-    for (std::size_t i = 0; i < runs[k].reports.size(); ++i) {
-      const Report& model = runs[k].reports[i];
+    for (std::size_t i = 0; i < run.reports.size(); ++i) {
+      const Report& model = run.reports[i];
       if (model.steps <= 0) continue;
       sum += (trace.epochs[k].reports[i].comm_s - model.comm_s) / static_cast<double>(model.steps);
       ++counted;
     }
     if (counted > 0) per_epoch.push_back(sum / counted);
   }
-  if (per_epoch.empty()) return least;
-  return std::clamp(stats::median(std::move(per_epoch)), 0.0, least);
-}
-
-std::vector<EpochRun> recorded_runs(const Trace& trace, const Cluster& c) {
-  std::vector<EpochRun> runs;
-  for (std::size_t k = 0; k < trace.epochs.size(); ++k)
-    runs.push_back(recorded_run(trace, c, CostModel{}, k));
-  return runs;
+  out.allreduce_s =
+      per_epoch.empty() ? least : std::clamp(stats::median(std::move(per_epoch)), 0.0, least);
+  return out;
 }
 
 // Scales c.jitter down (by bisection on one factor for all ranks) until the critical path of
-// the recorded plans and the allreduce (pure_allreduce, which depends on the jitter) fit in the
-// recorded walls (fit.h).
+// the recorded plans and the allreduce (RecordedPass::allreduce_s, which depends on the jitter) fit
+// in the recorded walls (fit.h).
 void fit_jitter(const Trace& trace, Cluster& c) {
   if (c.jitter.empty()) return;
   const auto steps = static_cast<double>(c.steps());
@@ -198,10 +202,9 @@ void fit_jitter(const Trace& trace, Cluster& c) {
   const auto fits = [&](double scale) {
     for (std::size_t e = 0; e < full.size(); ++e)
       for (std::size_t i = 0; i < full[e].size(); ++i) c.jitter[e][i] = scale * full[e][i];
-    const std::vector<EpochRun> runs = recorded_runs(trace, c);
-    double sum = 0;
-    for (const EpochRun& run : runs) sum += run.compute_s;
-    return sum + pure_allreduce(trace, runs, least) * steps * static_cast<double>(runs.size()) <=
+    const RecordedPass pass = recorded_pass(trace, c, least);
+    return pass.critical_s() +
+               pass.allreduce_s * steps * static_cast<double>(pass.compute_s.size()) <=
            wall;
   };
   if (fits(1.0)) return;
@@ -370,16 +373,14 @@ Fit fit_cost(const Trace& trace, const Cluster& cluster, const CostOptions& opti
   Fit f;
   const int world = cluster.world;
   const auto steps = static_cast<double>(cluster.steps());
-  double wall = 0, critical = 0;
-  for (std::size_t k = 0; k < trace.epochs.size(); ++k) {
-    f.recorded_compute_s.push_back(recorded_run(trace, cluster, CostModel{}, k).compute_s);
-    wall += trace.epochs[k].wall_s;
-    critical += f.recorded_compute_s.back();
-  }
+  const RecordedPass pass = recorded_pass(trace, cluster, least_comm(trace, steps));
+  f.recorded_compute_s = pass.compute_s;
+  double wall = 0;
+  for (const EpochRecords& rec : trace.epochs) wall += rec.wall_s;
   // What the walls hold per step beyond the critical path; the allreduce cannot exceed it.
-  const double unexplained = std::max(0.0, (wall - critical) / (steps * trace.epochs.size()));
-  f.measured_allreduce_s = std::min(
-      pure_allreduce(trace, recorded_runs(trace, cluster), least_comm(trace, steps)), unexplained);
+  const double unexplained =
+      std::max(0.0, (wall - pass.critical_s()) / (steps * trace.epochs.size()));
+  f.measured_allreduce_s = std::min(pass.allreduce_s, unexplained);
   f.fitted_overhead_s = unexplained - f.measured_allreduce_s;
 
   CostModel& m = f.cost;
