@@ -1,7 +1,12 @@
 // The small shared helpers of lib/common: format, format_seconds, fnv1a, log::parse_level.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <regex>
 #include <string>
 
@@ -9,6 +14,7 @@
 #include "lib/common/format.h"
 #include "lib/common/hash.h"
 #include "lib/common/log.h"
+#include "lib/common/read_file.h"
 
 using namespace dbs;
 
@@ -55,4 +61,39 @@ TEST_CASE("Log.Timestamp.Iso8601UtcMilliseconds") {
   const std::time_t at = timegm(&utc);  // read back as UTC: the same second as now
   CHECK(at >= before);
   CHECK(at <= after);
+}
+
+TEST_CASE("ReadRest.FromThePositionToTheEnd") {
+  char path[] = "/tmp/dbs-read-rest-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::string bytes(3 << 16, 'x');  // longer than one chunk, with a zero byte inside
+  bytes[70000] = '\0';
+  bytes += "end";
+  std::ofstream(path, std::ios::binary) << bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    CHECK(dbs::read_rest(in) == bytes);
+    CHECK_FALSE(in.bad());
+  }
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(5);
+    CHECK(dbs::read_rest(in) == bytes.substr(5));
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc).flush();
+  std::ifstream empty(path, std::ios::binary);
+  CHECK(dbs::read_rest(empty).empty());
+  std::remove(path);
+  // A stream that cannot seek (its buffer has no seekoff) is read to its end as well.
+  struct Unseekable : std::streambuf {
+    explicit Unseekable(std::string& s) { setg(s.data(), s.data(), s.data() + s.size()); }
+  };
+  std::string text = "a\nb\n";
+  Unseekable buf(text);
+  std::istream in(&buf);
+  in.get();
+  CHECK(in.tellg() == std::istream::pos_type(-1));
+  CHECK(dbs::read_rest(in) == "\nb\n");
 }
