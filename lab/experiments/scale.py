@@ -2,6 +2,7 @@
 """The scale study: dbs on emulated clusters of 16, 64 and 256 ranks on this machine.
 
     lab/experiments/scale.py [--build DIR] [--out FILE] [--ranks 16,64,256] [--runs LIST]
+    lab/experiments/scale.py --replay-only      # replay the recorded traces again
     lab/experiments/scale.py --report FILE      # the tables of recorded results
 
 Each cluster is a committed spec, traces/scale-{16,64,256}.json: N/4 ranks of each of four node types at
@@ -40,7 +41,10 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
 Records, one JSON line per run (study "scale"), go to --out at the end (replacing the records of
 the same size and run; the others stay), and to --out.part as each run ends; a study started again
 continues from --out.part (delete it to start afresh). Run logs, traces and summaries stay in
---logs. Exits 1 where a run fails. About 35 minutes for the three sizes on an idle machine.
+--logs; the static and dbs runs' traces, which the replay figures come from, are copied to
+--traces as N-RUN.jsonl, and --replay-only replays them again with --build (after a change to
+replay: no runs, the other figures stay). Exits 1 where a run fails. About 35 minutes for the
+three sizes on an idle machine.
 """
 import argparse
 import json
@@ -48,6 +52,7 @@ import math
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,11 +86,16 @@ def options(argv):
     p.add_argument("--kill-ranks", default="256", help="sizes that make the kill run")
     p.add_argument("--kill-after", type=int, default=4, help="epoch after which the kill run's daemon dies")
     p.add_argument("--logs", default="", help="run logs, traces and summaries (default: a temporary folder)")
+    p.add_argument("--traces", default=os.path.join(ROOT, "traces", "scale"),
+                   help="where the static and dbs runs' traces are kept (N-RUN.jsonl)")
+    p.add_argument("--replay-only", action="store_true",
+                   help="no runs: replay the traces of --out's static and dbs records again with --build")
     p.add_argument("--scheduler-timeout", type=float, default=30,
                    help="the agents' --scheduler-timeout: the first epoch end after the kill waits it")
     p.add_argument("--specs", default=os.path.join(ROOT, "traces"), help="the folder of the scale-N.json specs")
     p.add_argument("--timeout", type=int, default=1800, help="seconds a run may take")
     o = p.parse_args(argv)
+    o.ranks_given = any(a == "--ranks" or a.startswith("--ranks=") for a in argv)
     try:
         o.ranks = [int(n) for n in o.ranks.split(",") if n]
         o.kill_ranks = [int(n) for n in o.kill_ranks.split(",") if n]
@@ -284,10 +294,15 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
     pace = PACE.search(text)
     if pace is None:
         raise pc.StudyError(f"{n} ranks, {name}: no emulation line in {log}")
-    predicted = replay_predictions(o, trace) if name in ("static", "dbs") else None
+    kept, predicted = None, None
+    if name in ("static", "dbs"):
+        os.makedirs(o.traces, exist_ok=True)
+        kept = os.path.join(o.traces, f"{n}-{name}.jsonl")
+        shutil.copyfile(trace, kept)
+        predicted = replay_predictions(o, kept)
     return {
         "study": STUDY, "ranks": n, "run": name, "policy": policy, "spec": shown(spec),
-        "replay": predicted,
+        "replay": predicted, "trace": shown(kept) if kept else None,
         "command": " ".join(shown(c) if c.startswith(ROOT) else c for c in cmd),
         "epochs": epochs,
         "next": {"source": plans[last + 1]["source"], "changed": plans[last + 1]["changed"]}
@@ -299,6 +314,29 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
         "wall_s": round(wall, 3), "load": round(load, 2), "cores": os.cpu_count(),
         "commit": commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+
+
+def replay_again(o):
+    """--replay-only: each static and dbs record of --out with its trace replayed by --build."""
+    records = pc.read_jsonl(o.out, STUDY)
+    again = []
+    for r in records:
+        if r["run"] not in ("static", "dbs") or (o.ranks_given and r["ranks"] not in o.ranks):
+            continue
+        trace = r.get("trace") or shown(os.path.join(o.traces, f"{r['ranks']}-{r['run']}.jsonl"))
+        path = trace if os.path.isabs(trace) else os.path.join(ROOT, trace)
+        if not os.path.exists(path):
+            raise pc.StudyError(f"{r['ranks']} ranks, {r['run']}: no trace {trace} to replay")
+        print(f"scale: {r['ranks']} ranks, {r['run']}: replaying {trace}", file=sys.stderr)
+        r["trace"] = trace
+        r["replay"] = replay_predictions(o, path)
+        r["replay"]["commit"] = commit()
+        again.append((r["ranks"], r["run"]))
+    if not again:
+        raise pc.StudyError(f"{o.out}: no static or dbs record to replay")
+    pc.write_jsonl(o.out, STUDY, records)
+    print(f"scale: {len(again)} record(s) replayed again in {o.out}", file=sys.stderr)
+    return records
 
 
 def replay_predictions(o, trace):
@@ -331,6 +369,8 @@ def derived_spec(spec, scratch, n, phase):
 
 
 def study(o):
+    if o.replay_only:
+        return replay_again(o)
     scratch = o.logs or tempfile.mkdtemp(prefix="dbs-scale-")
     os.makedirs(scratch, exist_ok=True)
     for path in (os.path.join(o.build, "agents", "dbs-agent"), os.path.join(o.build, "scheduler", "dbs-scheduler")):
