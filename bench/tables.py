@@ -35,6 +35,7 @@ import records  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab" / "experiments"))
 import replay_accuracy  # noqa: E402  (the replay accuracy study makes its own table)
 import local_sgd_report  # noqa: E402  (and the local SGD study its own)
+import scale  # noqa: E402  (and the scale study its own)
 
 ROOT = records.SOURCE  # the tree whose pages and records are read (--root)
 RESULTS = ROOT / "docs" / "results"
@@ -672,6 +673,17 @@ def readme_headline():
     return table(["question", "answer", "page"], rows)
 
 
+def scale_table(name):
+    """One of the scale study's tables (lab/experiments/scale.py tables), by its name there."""
+    def make():
+        try:
+            _, header, rows = scale.tables(study("scale.jsonl", "scale"))[name]
+        except scale.pc.StudyError as e:
+            raise TableError(f"docs/results/scale.jsonl: {e}") from None
+        return scale.markdown(header, rows)
+    return make
+
+
 TABLES = {
     "engine-train": engine_train,
     "scheduler-load": scheduler_load,
@@ -694,6 +706,8 @@ TABLES = {
     "replay-accuracy": replay_accuracy_table,
     "local-sgd": local_sgd,
     "readme-headline": readme_headline,
+    **{f"scale-{name}": scale_table(name)
+       for name in ("balance", "changes", "control", "daemon", "replay", "emulation")},
 }
 
 

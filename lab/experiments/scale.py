@@ -518,20 +518,20 @@ def fmt(x, pattern="%.3f", none="-"):
     return none if x is None else pattern % x
 
 
-def table(title, header, rows):
-    print(f"\n{title}\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(str(x) for x in row) + " |")
+def markdown(header, rows):
+    """A markdown table's lines."""
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] +
+            ["| " + " | ".join(str(x) for x in row) + " |" for row in rows])
 
 
-def report(records):
+def tables(records):
+    """The study's tables from its records: {name: (title, header, rows)}, in the report's order."""
     sizes = sorted({r.get("ranks") for r in records if isinstance(r.get("ranks"), int)})
     try:
         figs = [f for f in (figures([r for r in records if r["ranks"] == n]) for n in sizes) if f]
     except (KeyError, TypeError, IndexError, ZeroDivisionError) as e:
         raise pc.StudyError(f"not the scale study's records ({type(e).__name__}: {e})") from None
+    out = {}
     rows = []
     for f in figs:
         for phase, p in f["phases"].items():
@@ -541,12 +541,12 @@ def report(records):
                          fmt(p.get("ratio"), "%.3fx"), fmt(p.get("plan_ratio"), "%.3fx"),
                          fmt(p.get("static_s"), "%.2f s"), fmt(p.get("gain"), "%.2fx"), "%.2fx" % p["bound"],
                          fmt(gb, "%.3f"), fmt(p.get("plan_gain"), "%.2fx"), fmt(pgb, "%.3f")])
-    table("Balance (per phase: dbs's steady epochs; best: the best-split run; plan ratio and plan gain: "
-          "the compute alone, analytic)",
-          ["ranks", "phase", "dbs epoch", "best split", "ratio", "plan ratio", "static", "gain", "bound",
-           "gain / bound", "plan gain", "plan gain / bound"], rows)
-    table("Plan changes after the first (one slowdown)", ["ranks", "dbs's plan changes"],
-          [[f["ranks"], fmt(f.get("changes"), "%d")] for f in figs])
+    out["balance"] = ("Balance (per phase: dbs's steady epochs; best: the best-split run; plan ratio and "
+                      "plan gain: the compute alone, analytic)",
+                      ["ranks", "phase", "dbs epoch", "best split", "ratio", "plan ratio", "static", "gain",
+                       "bound", "gain / bound", "plan gain", "plan gain / bound"], rows)
+    out["changes"] = ("Plan changes after the first (one slowdown)", ["ranks", "dbs's plan changes"],
+                      [[f["ranks"], fmt(f.get("changes"), "%d")] for f in figs])
     rows = []
     for f in figs:
         for run, c in f["control"].items():
@@ -554,9 +554,9 @@ def report(records):
             rows.append([f["ranks"], "embedded" if run == "dbs" else "daemon", ms(c["reports_s"]),
                          ms(c["plan_s"] - c["daemon_s"]), ms(c["daemon_s"]), ms(c["check_s"]), ms(c["total_s"]),
                          ms(c["max_total_s"]), "%.2f%%" % (100 * c["total_s"] / 10)])
-    table("Control plane per epoch, rank 0 (mean over the epochs; max total)",
-          ["ranks", "planner", "reports", "planning", "daemon round trip", "plan check", "total", "max",
-           "of a 10 s epoch"], rows)
+    out["control"] = ("Control plane per epoch, rank 0 (mean over the epochs; max total)",
+                      ["ranks", "planner", "reports", "planning", "daemon round trip", "plan check", "total",
+                       "max", "of a 10 s epoch"], rows)
     rows = []
     for f in figs:
         if f["daemon"]:
@@ -568,20 +568,28 @@ def report(records):
             rows.append([f["ranks"], "kill", f"{k['before'].count('daemon')} of {len(k['before'])} before the kill",
                          k["killed_after"], ", ".join(sorted(set(k["after"]))) or "-", fmt(k["wait_s"], "%.1f s"),
                          f"{k['epochs_done']} of {f['epochs']}"])
-    table("The daemon (end-of-epoch plans from it; the kill run's sources after the kill)",
-          ["ranks", "run", "plans from the daemon", "killed after epoch", "sources after", "first plan after",
-           "epochs done"], rows)
-    table("Replay across policies: one run's trace replayed under the other policy, against that policy's run "
-          "(target within 3%; under its own policy within 1%)",
-          ["ranks", "trace", "predicts", "predicted", "recorded", "error", "own policy"],
-          [[f["ranks"], x["from"], x["to"], "%.1f s" % x["predicted_s"], "%.1f s" % x["recorded_s"],
-            "%+.1f%%" % (100 * (x["predicted_s"] / x["recorded_s"] - 1)), "%+.2f%%" % (100 * x["own_error"])]
-           for f in figs for x in f["replay"]])
-    table("The emulation: the waits' time over the spec's cost, wake-up lateness per step",
-          ["ranks", "run", "over the cost", "late a step", "latest rank", "run wall"],
-          [[f["ranks"], run, "%+.2f%%" % (100 * p["over"]), f"{p['late_us']} us", f"{p['latest_us']} us",
-            "%.0f s" % p["wall_s"]]
-           for f in figs for run, p in f["pace"].items()])
+    out["daemon"] = ("The daemon (end-of-epoch plans from it; the kill run's sources after the kill)",
+                     ["ranks", "run", "plans from the daemon", "killed after epoch", "sources after",
+                      "first plan after", "epochs done"], rows)
+    out["replay"] = ("Replay across policies: one run's trace replayed under the other policy, against that "
+                     "policy's run (target within 3%; under its own policy within 1%)",
+                     ["ranks", "trace", "predicts", "predicted", "recorded", "error", "own policy"],
+                     [[f["ranks"], x["from"], x["to"], "%.1f s" % x["predicted_s"], "%.1f s" % x["recorded_s"],
+                       "%+.1f%%" % (100 * (x["predicted_s"] / x["recorded_s"] - 1)),
+                       "%+.2f%%" % (100 * x["own_error"])]
+                      for f in figs for x in f["replay"]])
+    out["emulation"] = ("The emulation: the waits' time over the spec's cost, wake-up lateness per step",
+                        ["ranks", "run", "over the cost", "late a step", "latest rank", "run wall"],
+                        [[f["ranks"], run, "%+.2f%%" % (100 * p["over"]), f"{p['late_us']} us",
+                          f"{p['latest_us']} us", "%.0f s" % p["wall_s"]]
+                         for f in figs for run, p in f["pace"].items()])
+    return out
+
+
+def report(records):
+    for title, header, rows in tables(records).values():
+        print(f"\n{title}\n")
+        print("\n".join(markdown(header, rows)))
 
 
 if __name__ == "__main__":

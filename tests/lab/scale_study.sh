@@ -14,7 +14,8 @@ cat >"$TMP/scale-4.json" <<'JSON'
  "disturbances": [{"rank": 1, "factor": 2, "from": 2}]}
 JSON
 $PY $STUDY --build "$BUILD" --specs "$TMP" --ranks 4 --kill-ranks 4 --kill-after 1 --scheduler-timeout 2 \
-  --runs static,dbs,best-after,kill --out "$TMP/s.jsonl" --logs "$TMP/logs" >"$TMP/out" 2>"$TMP/err" ||
+  --runs static,dbs,best-after,kill --out "$TMP/s.jsonl" --logs "$TMP/logs" --traces "$TMP/traces" \
+  >"$TMP/out" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "the study failed"; }
 cat "$TMP/out"
 [ ! -e "$TMP/s.jsonl.part" ] || fail "the study left its .part file"
@@ -40,3 +41,26 @@ $PY $STUDY --report "$TMP/s.jsonl" >"$TMP/report" || fail "--report failed"
 diff "$TMP/out" "$TMP/report" || fail "--report printed other tables than the study"
 grep -q "^| 4 | after | " "$TMP/report" || fail "no balance row"
 grep -q "^| 4 | kill | 1 of 1 before the kill | 1 | embedded-fallback | " "$TMP/report" || fail "no kill row"
+
+# The static and dbs runs' traces are kept, and --replay-only replays them again: the same
+# predictions (replay is deterministic), the other figures untouched.
+[ -s "$TMP/traces/4-static.jsonl" ] && [ -s "$TMP/traces/4-dbs.jsonl" ] || fail "the traces were not kept"
+cp "$TMP/s.jsonl" "$TMP/again.jsonl"
+$PY $STUDY --build "$BUILD" --replay-only --out "$TMP/again.jsonl" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "--replay-only failed"; }
+$PY - "$TMP/s.jsonl" "$TMP/again.jsonl" <<'PY' || fail "--replay-only changed the records"
+import json, sys
+first, again = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(first) == len(again)
+for a, b in zip(first, again):
+    if a["run"] in ("static", "dbs"):
+        assert b["replay"].pop("commit"), b
+        assert a["replay"] == b["replay"], (a["replay"], b["replay"])
+        assert a["replay"]["recorded_total_s"] > 0 and a["replay"]["static_s"] > 0, a
+    assert a == b, (a, b)
+PY
+rm "$TMP/traces/4-dbs.jsonl"
+expect_fail "4 ranks, dbs: no trace $TMP/traces/4-dbs.jsonl to replay" \
+  $PY $STUDY --build "$BUILD" --replay-only --out "$TMP/again.jsonl"
+expect_fail "no static or dbs record to replay" \
+  $PY $STUDY --build "$BUILD" --replay-only --out "$TMP/again.jsonl" --ranks 64
