@@ -7,7 +7,8 @@
 // barrier and the non-blocking allreduce, polled), ring (allreduce_sum, the own ring; asleep,
 // each message polled), sharded (reduce_scatter_sum then allgather_segments over equal segments:
 // the sharded update's exchange; asleep, the ring's halves) and overlap (start_allreduce_sum of
-// the whole buffer then finish(): --overlap's exchange with no backward pass to hide it). Their
+// the whole buffer then finish(): --overlap's exchange with no backward pass to hide it), and
+// allgather (allgather_bytes of the buffer: the control plane's reports and plan check). Their
 // figures also give the CPU a call costs (median over the calls of the largest process CPU time
 // of any rank), which a rank held by a CPU quota pays in wall time.
 #include <mpi.h>
@@ -56,6 +57,16 @@ struct Exchange {
     } else if (name == "overlap") {
       comm->start_allreduce_sum(buf);
       comm->finish();
+    } else if (name == "allgather") {
+      // Every rank's buffer to every rank; then buf's first and last element hold the sum of
+      // the ranks' first and last, as an allreduce leaves them.
+      const std::size_t n = buf.size(), p = static_cast<std::size_t>(comm->size());
+      std::vector<float> all(n * p);
+      comm->allgather_bytes(buf.data(), n * sizeof(float), all.data());
+      float first = 0, last = 0;
+      for (std::size_t r = 0; r < p; ++r) first += all[r * n], last += all[r * n + n - 1];
+      buf.front() = first;
+      buf.back() = last;
     } else {
       comm->allreduce_sum(buf);
     }
@@ -175,10 +186,11 @@ void add_allreduce_command(CLI::App& app, Action& action) {
   cmd->add_option("--exchange", o->exchanges,
                   "the exchanges --wait times: allreduce (allreduce_sum, MPI algorithm), ring "
                   "(allreduce_sum, own ring), sharded (reduce_scatter_sum + allgather_segments), "
-                  "overlap (start_allreduce_sum + finish) (list)")
+                  "overlap (start_allreduce_sum + finish), allgather (allgather_bytes of the "
+                  "buffer, as the control plane's) (list)")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(CLI::IsMember({"allreduce", "ring", "sharded", "overlap"}))
+      ->check(CLI::IsMember({"allreduce", "ring", "sharded", "overlap", "allgather"}))
       ->needs(wait);
 }
 

@@ -707,7 +707,7 @@ TABLES = {
     "local-sgd": local_sgd,
     "readme-headline": readme_headline,
     **{f"scale-{name}": scale_table(name)
-       for name in ("balance", "changes", "control", "daemon", "replay", "emulation")},
+       for name in ("balance", "changes", "control", "collective", "daemon", "replay", "emulation")},
 }
 
 

@@ -18,6 +18,10 @@ daemon client, trace and checkpoint are the real ones. Per size, the runs (--run
   best-after   and after it: 3 epochs each of the spec with its slowdown dropped or from the start
   kill         dbs through the daemon, the daemon killed (SIGKILL) after epoch --kill-after: the
                embedded fallback must plan the rest and the run end with every epoch
+  collective   no training: dbs-bench allreduce times one allgather of a report's 120 bytes a
+               rank among the N processes, waiting as MPI's blocking call does (spin) and as the
+               emulated agents do (sleep): what one collective of the control plane costs on
+               this machine whatever dbs does around it
 
 The spec's speeds are read from `dbs-scheduler replay --synthesize` of the spec (its rank
 records: the one parser of the spec format). The figures, per size and phase (before: the
@@ -36,7 +40,7 @@ epochs whose plan was made before the slowdown; after: those made after it; epoc
                the dbs run's recorded total, and the reverse: target within 3%
   control      rank 0's control plane per epoch (the eval records' control: reports' allgather,
                planning, the daemon's round trip, the plan check): target at 256 ranks < 1% of
-               a 10 s epoch
+               a 10 s epoch; beside it the collective run's allgather
 
 Records, one JSON line per run (study "scale"), go to --out at the end (replacing the records of
 the same size and run; the others stay), and to --out.part as each run ends; a study started again
@@ -64,7 +68,8 @@ import pytorch_common as pc  # noqa: E402  (StudyError, the records' file, main)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STUDY = "scale"
-RUNS = ("static", "dbs", "daemon", "best-before", "best-after", "kill")
+RUNS = ("static", "dbs", "daemon", "best-before", "best-after", "kill", "collective")
+REPORT_BYTES = 120  # a rank's report in the control plane's allgather
 TARGET_RATIO, TARGET_GAIN, TARGET_CHANGES, TARGET_CONTROL = 1.05, 0.95, 1, 0.01
 IMPROPER = re.compile(r"mpirun has exited due to process rank \d+ with PID \d+ on\s+node \S+ exiting improperly")
 PACE = re.compile(r"^emulation: (\d+) steps on (\d+) ranks; asked ([0-9.]+) s, took ([0-9.]+) s "
@@ -316,6 +321,36 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
     }
 
 
+def run_collective(o, n):
+    """The collective run: dbs-bench allreduce's allgather of REPORT_BYTES a rank, n processes."""
+    bench = os.path.join(o.build, "bench", "dbs-bench")
+    if not os.access(bench, os.X_OK):
+        raise pc.StudyError(f"no {bench}: build first")
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(n), bench,
+           "allreduce", "--sizes", str(REPORT_BYTES // 4), "--reps", "5", "--wait", "spin,sleep",
+           "--exchange", "allgather"]
+    print(f"scale: {n} ranks, collective: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    load = os.getloadavg()[0]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=o.timeout)
+    except subprocess.TimeoutExpired:
+        raise pc.StudyError(f"{n} ranks, collective: no end within {o.timeout} s") from None
+    if p.returncode != 0:
+        raise pc.StudyError(f"{n} ranks, collective: exit {p.returncode}: {p.stderr.strip()[-400:]}")
+    try:
+        size = json.loads(p.stdout)["sizes"][0]
+        gather = size["communicator"]["allgather"]
+        figures_ = {w: {"median_s": gather[w]["median_us"] / 1e6, "min_s": gather[w]["min_us"] / 1e6}
+                    for w in ("spin", "sleep")}
+    except (ValueError, KeyError, IndexError) as e:
+        raise pc.StudyError(f"{n} ranks, collective: not dbs-bench allreduce's JSON ({e})") from None
+    return {"study": STUDY, "ranks": n, "run": "collective", "bytes": REPORT_BYTES, "reps": 5,
+            "allgather": figures_,
+            "command": " ".join(shown(c) if c.startswith(ROOT) else c for c in cmd),
+            "load": round(load, 2), "cores": os.cpu_count(), "commit": commit(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
 def replay_again(o):
     """--replay-only: each static and dbs record of --out with its trace replayed by --build."""
     records = pc.read_jsonl(o.out, STUDY)
@@ -409,6 +444,8 @@ def study(o):
                 v = speeds[0] if phase == "before" else speeds[first - 1]
                 fixed = "fixed:" + ",".join(map(str, best_split(v, spec["global_batch"])))
                 keep(run_job(o, n, derived_spec(spec, scratch, n, phase), name, fixed, scratch))
+            elif name == "collective":
+                keep(run_collective(o, n))
             elif name in ("daemon", "kill") and (name == "daemon" or n in o.kill_ranks):
                 daemon = Daemon(o.build, scratch, f"{n}-{name}")
                 try:
@@ -506,8 +543,10 @@ def figures(recs):
             out["replay"].append({"from": src, "to": dst, "predicted_s": a["replay"][dst + "_s"],
                                   "recorded_s": got, "own_error": a["replay"][src + "_s"] /
                                   a["replay"]["recorded_total_s"] - 1})
+    if "collective" in by:
+        out["collective"] = by["collective"]["allgather"]
     for run, r in by.items():
-        if run != "spec":
+        if run not in ("spec", "collective"):
             p = r["pace"]
             out["pace"][run] = {"over": p["took_s"] / p["asked_s"] - 1, "late_us": p["late_us"],
                                 "latest_us": p["latest_us"], "wall_s": r["wall_s"]}
@@ -516,6 +555,10 @@ def figures(recs):
 
 def fmt(x, pattern="%.3f", none="-"):
     return none if x is None else pattern % x
+
+
+def ms(x):
+    return "%.1f ms" % (1e3 * x)
 
 
 def markdown(header, rows):
@@ -550,7 +593,6 @@ def tables(records):
     rows = []
     for f in figs:
         for run, c in f["control"].items():
-            ms = lambda x: "%.1f ms" % (1e3 * x)
             rows.append([f["ranks"], "embedded" if run == "dbs" else "daemon", ms(c["reports_s"]),
                          ms(c["plan_s"] - c["daemon_s"]), ms(c["daemon_s"]), ms(c["check_s"]), ms(c["total_s"]),
                          ms(c["max_total_s"]), "%.2f%%" % (100 * c["total_s"] / 10)])
@@ -568,6 +610,20 @@ def tables(records):
             rows.append([f["ranks"], "kill", f"{k['before'].count('daemon')} of {len(k['before'])} before the kill",
                          k["killed_after"], ", ".join(sorted(set(k["after"]))) or "-", fmt(k["wait_s"], "%.1f s"),
                          f"{k['epochs_done']} of {f['epochs']}"])
+    floor = []
+    for f in figs:
+        if not f.get("collective"):
+            continue
+        g, run = f["collective"], "daemon" if "daemon" in f["control"] else "dbs"
+        c = f["control"].get(run)
+        floor.append([f["ranks"], "%.2f ms" % (1e3 * g["spin"]["median_s"]),
+                      "%.2f ms" % (1e3 * g["sleep"]["median_s"]),
+                     f"{ms(c['total_s'])} ({'daemon' if run == 'daemon' else 'embedded'})" if c else "-",
+                     "%.1f" % (c["total_s"] / g["sleep"]["median_s"]) if c else "-"])
+    out["collective"] = ("One collective on this machine: an allgather of a report's 120 bytes a rank among the "
+                         "ranks' processes (median of 5, arrivals aligned), beside the control plane per epoch",
+                         ["ranks", "allgather, blocking (spin)", "allgather, sleeping waits", "control plane",
+                          "control plane / sleeping allgather"], floor)
     out["daemon"] = ("The daemon (end-of-epoch plans from it; the kill run's sources after the kill)",
                      ["ranks", "run", "plans from the daemon", "killed after epoch", "sources after",
                       "first plan after", "epochs done"], rows)

@@ -14,7 +14,7 @@ cat >"$TMP/scale-4.json" <<'JSON'
  "disturbances": [{"rank": 1, "factor": 2, "from": 2}]}
 JSON
 $PY $STUDY --build "$BUILD" --specs "$TMP" --ranks 4 --kill-ranks 4 --kill-after 1 --scheduler-timeout 2 \
-  --runs static,dbs,best-after,kill --out "$TMP/s.jsonl" --logs "$TMP/logs" --traces "$TMP/traces" \
+  --runs static,dbs,best-after,kill,collective --out "$TMP/s.jsonl" --logs "$TMP/logs" --traces "$TMP/traces" \
   >"$TMP/out" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "the study failed"; }
 cat "$TMP/out"
@@ -22,13 +22,18 @@ cat "$TMP/out"
 $PY - "$TMP/s.jsonl" <<'PY' || fail "the records are wrong"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
-assert [r["run"] for r in records] == ["spec", "static", "dbs", "best-after", "kill"], [r["run"] for r in records]
-spec, static, dbs, best, kill = records
+assert [r["run"] for r in records] == ["spec", "static", "dbs", "best-after", "kill", "collective"], \
+    [r["run"] for r in records]
+spec, static, dbs, best, kill, collective = records
+for w in ("spin", "sleep"):
+    g = collective["allgather"][w]
+    assert 0 < g["min_s"] <= g["median_s"] < 10, collective
+assert collective["bytes"] == 120 and "--exchange allgather" in collective["command"], collective
 near = lambda a, b: all(abs(x - y) <= 1e-5 * y for x, y in zip(a, b)) and len(a) == len(b)
 assert near(spec["speeds"]["before"], [400, 300, 200, 100]), spec
 assert near(spec["speeds"]["after"], [400, 150, 200, 100]), spec
 assert best["policy"] == "fixed:19,7,9,5", best["policy"]  # 40 in proportion to 400:150:200:100
-for r in records[1:]:
+for r in records[1:5]:
     assert len(r["epochs"]) == 3 and r["epochs_done"] == 3, r
     assert r["pace"]["steps"] == 4 * 5 * 3, r["pace"]
     assert all(e["control"]["total_s"] >= 0 for e in r["epochs"]), r
@@ -41,6 +46,8 @@ $PY $STUDY --report "$TMP/s.jsonl" >"$TMP/report" || fail "--report failed"
 diff "$TMP/out" "$TMP/report" || fail "--report printed other tables than the study"
 grep -q "^| 4 | after | " "$TMP/report" || fail "no balance row"
 grep -q "^| 4 | kill | 1 of 1 before the kill | 1 | embedded-fallback | " "$TMP/report" || fail "no kill row"
+grep -q "^| 4 | [0-9.]* ms | [0-9.]* ms | [0-9.]* ms (embedded) | [0-9.]* |$" "$TMP/report" ||
+  fail "no collective row"
 
 # The static and dbs runs' traces are kept, and --replay-only replays them again: the same
 # predictions (replay is deterministic), the other figures untouched.
