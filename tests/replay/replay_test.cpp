@@ -286,20 +286,36 @@ std::string four_types(const std::string& policy, double step_noise = 0) {
 
 }  // namespace
 
+namespace {
+
+// The four_types cluster's static and dbs runs, each trace replayed under the other policy
+// and under its own.
+struct BothWays {
+  Replay from_static, from_dbs;  // replayed under the other policy first, then their own
+  double static_run = 0, dbs_run = 0;  // the runs' recorded totals
+};
+
+BothWays both_ways(double step_noise) {
+  const std::string static_trace = four_types("static", step_noise),
+                    dbs_trace = four_types("dbs", step_noise);
+  BothWays w{replay_of(static_trace, {"dbs", "static"}), replay_of(dbs_trace, {"static", "dbs"})};
+  w.static_run = replay_of(static_trace).recorded_total_s;
+  w.dbs_run = replay_of(dbs_trace).recorded_total_s;
+  MESSAGE("dbs predicted from the static trace " << w.from_static.results[0].total_s << " s, run "
+          << w.dbs_run << " s; static from the dbs trace " << w.from_dbs.results[0].total_s
+          << " s, run " << w.static_run << " s");
+  CHECK(std::fabs(w.from_static.error()) < 1e-4);  // each under its own policy
+  CHECK(std::fabs(w.from_dbs.error()) < 1e-4);
+  return w;
+}
+
+}  // namespace
+
 TEST_CASE("Replay.BatchDependentCost.SixtyFourRanksBothWays") {
-  const std::string static_trace = four_types("static"), dbs_trace = four_types("dbs");
-  const Replay from_static = replay_of(static_trace, {"dbs", "static"});
-  const Replay from_dbs = replay_of(dbs_trace, {"static", "dbs"});
-  const double dbs_run = replay_of(dbs_trace).recorded_total_s;
-  const double static_run = replay_of(static_trace).recorded_total_s;
-  MESSAGE("dbs predicted from the static trace " << from_static.results[0].total_s << " s, run "
-          << dbs_run << " s; static from the dbs trace " << from_dbs.results[0].total_s
-          << " s, run " << static_run << " s");
-  CHECK(from_static.results[0].total_s == doctest::Approx(dbs_run).epsilon(0.03));
-  CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run).epsilon(0.03));
-  CHECK(std::fabs(from_static.error()) < 1e-4);  // each under its own policy
-  CHECK(std::fabs(from_dbs.error()) < 1e-4);
-  CHECK(dbs_run < 0.7 * static_run);  // the question is worth asking: dbs gains much here
+  const BothWays w = both_ways(0);
+  CHECK(w.from_static.results[0].total_s == doctest::Approx(w.dbs_run).epsilon(0.03));
+  CHECK(w.from_dbs.results[0].total_s == doctest::Approx(w.static_run).epsilon(0.03));
+  CHECK(w.dbs_run < 0.7 * w.static_run);  // the question is worth asking: dbs gains much here
 }
 
 TEST_CASE("Replay.StepNoise.SixtyFourRanksBothWays") {
@@ -308,25 +324,15 @@ TEST_CASE("Replay.StepNoise.SixtyFourRanksBothWays") {
   // steps are short. Each rank's comm_s holds that wait besides the allreduce, so the least
   // comm_s of a trace is no measure of the allreduce, and taken as one it moves the prediction
   // by the difference between the two runs' waits.
-  const std::string static_trace = four_types("static", 0.05),
-                    dbs_trace = four_types("dbs", 0.05);
-  const Replay from_static = replay_of(static_trace, {"dbs", "static"});
-  const Replay from_dbs = replay_of(dbs_trace, {"static", "dbs"});
-  const double dbs_run = replay_of(dbs_trace).recorded_total_s;
-  const double static_run = replay_of(static_trace).recorded_total_s;
-  MESSAGE("dbs predicted from the static trace " << from_static.results[0].total_s << " s, run "
-          << dbs_run << " s; static from the dbs trace " << from_dbs.results[0].total_s
-          << " s, run " << static_run << " s");
-  CHECK(from_static.results[0].total_s == doctest::Approx(dbs_run).epsilon(0.01));
-  CHECK(from_dbs.results[0].total_s == doctest::Approx(static_run).epsilon(0.01));
-  CHECK(std::fabs(from_static.error()) < 1e-4);
-  CHECK(std::fabs(from_dbs.error()) < 1e-4);
+  const BothWays w = both_ways(0.05);
+  CHECK(w.from_static.results[0].total_s == doctest::Approx(w.dbs_run).epsilon(0.01));
+  CHECK(w.from_dbs.results[0].total_s == doctest::Approx(w.static_run).epsilon(0.01));
   // The allreduce comes back as the synthesized one, from either trace.
   const double allreduce = ring_allreduce_s(64, allreduce_bytes(10000, 64), 2e-5, 1e9);
-  for (const Replay* r : {&from_static, &from_dbs})
+  for (const Replay* r : {&w.from_static, &w.from_dbs})
     CHECK(r->fit.measured_allreduce_s == doctest::Approx(allreduce).epsilon(1e-3));
   // Noise costs time: the runs are longer than without it.
-  CHECK(dbs_run > replay_of(four_types("dbs")).recorded_total_s);
+  CHECK(w.dbs_run > replay_of(four_types("dbs")).recorded_total_s);
 }
 
 TEST_CASE("Replay.BatchDependentCost.WhereTheTimeGoesAddsUp") {
