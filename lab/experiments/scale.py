@@ -69,6 +69,7 @@ import pytorch_common as pc  # noqa: E402  (StudyError, the records' file, main)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STUDY = "scale"
 RUNS = ("static", "dbs", "daemon", "best-before", "best-after", "kill", "collective")
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 REPORT_BYTES = 120  # a rank's report in the control plane's allgather
 TARGET_RATIO, TARGET_GAIN, TARGET_CHANGES, TARGET_CONTROL = 1.05, 0.95, 1, 0.01
 IMPROPER = re.compile(r"mpirun has exited due to process rank \d+ with PID \d+ on\s+node \S+ exiting improperly")
@@ -86,7 +87,8 @@ def options(argv):
     p.add_argument("--out", default="docs/results/scale.jsonl", help="the records (JSON lines)")
     p.add_argument("--report", default="", metavar="FILE",
                    help="print the tables of FILE's records and exit (no runs)")
-    p.add_argument("--ranks", default="16,64,256", help="cluster sizes: traces/scale-N.json each")
+    p.add_argument("--ranks", default=argparse.SUPPRESS,
+                   help="cluster sizes: traces/scale-N.json each (default 16,64,256; with --replay-only, all)")
     p.add_argument("--runs", default=",".join(RUNS), help="comma list of " + ", ".join(RUNS))
     p.add_argument("--kill-ranks", default="256", help="sizes that make the kill run")
     p.add_argument("--kill-after", type=int, default=4, help="epoch after which the kill run's daemon dies")
@@ -100,9 +102,9 @@ def options(argv):
     p.add_argument("--specs", default=os.path.join(ROOT, "traces"), help="the folder of the scale-N.json specs")
     p.add_argument("--timeout", type=int, default=1800, help="seconds a run may take")
     o = p.parse_args(argv)
-    o.ranks_given = any(a == "--ranks" or a.startswith("--ranks=") for a in argv)
+    o.ranks_given = hasattr(o, "ranks")
     try:
-        o.ranks = [int(n) for n in o.ranks.split(",") if n]
+        o.ranks = [int(n) for n in getattr(o, "ranks", "16,64,256").split(",") if n]
         o.kill_ranks = [int(n) for n in o.kill_ranks.split(",") if n]
     except ValueError:
         p.error("--ranks and --kill-ranks take comma lists of numbers")
@@ -243,7 +245,7 @@ def run_job(o, n, spec, name, policy, scratch, daemon=None, kill_after=None):
     args = ["--model", "synthetic", "--cluster", spec, "--policy", policy, "--no-progress",
             "--trace", trace, "--summary", summary]
     env = dict(os.environ)
-    mpi = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(n)]
+    mpi = MPIRUN + ["-np", str(n)]
     if daemon is not None:
         env["DBS_SCHEDULER"], env["DBS_TOKEN_FILE"] = daemon.listen, daemon.key
         mpi += ["-x", "DBS_SCHEDULER", "-x", "DBS_TOKEN_FILE"]
@@ -326,7 +328,7 @@ def run_collective(o, n):
     bench = os.path.join(o.build, "bench", "dbs-bench")
     if not os.access(bench, os.X_OK):
         raise pc.StudyError(f"no {bench}: build first")
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(n), bench,
+    cmd = MPIRUN + ["-np", str(n), bench,
            "allreduce", "--sizes", str(REPORT_BYTES // 4), "--reps", "5", "--wait", "spin,sleep",
            "--exchange", "allgather"]
     print(f"scale: {n} ranks, collective: {' '.join(cmd)}", file=sys.stderr, flush=True)
