@@ -5,7 +5,6 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "lib/common/atomic_file.h"
 #include "lib/common/error.h"
