@@ -64,6 +64,15 @@ CgroupPaths own_cgroup_paths() {
   return own;
 }
 
+double SustainedTime::add(double wall_s, double cpu_s) {
+  if (cores_ <= 0) return wall_s;
+  const double sustained = cpu_s / cores_;
+  wall_s_ += wall_s;
+  sustained_s_ += sustained;
+  return sustained_s_ > 0 && wall_s_ > sustained_s_ ? sustained * (wall_s_ / sustained_s_)
+                                                    : sustained;
+}
+
 std::optional<CpuQuota> read_cpu_quota() {
   const CgroupPaths own = own_cgroup_paths();
   if (!own.v1_cpu.empty())

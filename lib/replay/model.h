@@ -12,8 +12,8 @@
 // sustains: quota cores / threads) has that cost at full speed, and runs it in the quota's CFS
 // periods of period_s: each period grants held[i] * period_s seconds of full-speed work, which a
 // rank that waits for the others cannot save for later; once spent, the rank is throttled until
-// the next period starts. Its work time as the agent reports it is the larger of its wall time
-// and the cost / held[i] (the sustained rate).
+// the next period starts. Its work time as the agent reports it is the cost / held[i] (the
+// sustained rate), more where the steps' wall time so far runs past that (SustainedTime).
 #pragma once
 
 #include <array>

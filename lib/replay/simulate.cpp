@@ -10,6 +10,7 @@
 #include <numbers>
 #include <utility>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/planner/planner.h"
 #include "lib/policy/cost.h"
@@ -190,21 +191,21 @@ double ideal_step(const Chunk& ch, const Cluster& c, std::int64_t e, int samples
 }
 
 // Rank i's work points over the chunks [from, end): policy::cost_points of its steps' work times
-// (a held rank's: the larger of its wall time and its sustained time cost / share), scaled by
-// the recorded run's factors (Cluster::work_bias).
+// (a held rank's as the agent measures it, SustainedTime over the steps: its cost at full speed
+// stands for the CPU time of full speed and share for the quota's cores), scaled by the
+// recorded run's factors (Cluster::work_bias).
 std::array<CostPoint, 2> work_of(const Cluster& c, const Cluster::WorkBias& bias,
                                  const std::vector<Chunk>& chunks, std::size_t from,
                                  std::size_t i) {
   if (!bias.reported) return {};
-  const double share = c.held_share(i);
+  SustainedTime sustained(c.held_share(i));
   std::vector<std::pair<int, double>> steps;
   for (std::size_t k = from; k < chunks.size(); ++k) {
     const Chunk& ch = chunks[k];
     if (ch.batch[i] <= 0) continue;
-    for (const auto& [t, count] : ch.wall[i]) {
-      const double work = share > 0 ? std::max(t, ch.cost[i] / share) : t;
-      steps.insert(steps.end(), static_cast<std::size_t>(count), {ch.batch[i], work});
-    }
+    for (const auto& [t, count] : ch.wall[i])
+      for (std::int64_t n = 0; n < count; ++n)
+        steps.emplace_back(ch.batch[i], sustained.add(t, ch.cost[i]));
   }
   std::array<CostPoint, 2> work = policy::cost_points(steps);
   for (std::size_t k = 0; k < work.size(); ++k) {

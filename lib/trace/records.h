@@ -69,7 +69,7 @@ struct Phase {
 struct Timing {
   Phase gather, compute, allreduce, update;
   double sleep_s = 0;  // injected slowdown inside compute, wall seconds
-  // gather + compute + update at the rank's sustained rate (wall, or CPU / quota where a quota
+  // gather + compute + update at the rank's sustained rate (wall, or SustainedTime where a quota
   // holds the rank below its threads), seconds: the time the epoch's work needed on this rank
   double busy_s = 0;
   double process_cpu_s = 0;  // CPU of every thread of the process over the epoch

@@ -19,11 +19,11 @@
 // is the rank's weight in the average.
 // A step's work time is the rank's own time between two exchanges (CostPoint): the
 // previous step's optimizer update, gathering its slice and compute. On a rank whose cgroup's
-// CPU quota is below its threads it is the larger of that and the process CPU time of that work
-// divided by the quota (in cores): the step's time at the rate the quota sustains. A rank given
-// little work waits long enough between steps for its quota to refill and runs each step at full
-// speed; given more, it is throttled. Its wall work time alone would be a staircase in its batch
-// that makes the plan swing between the two.
+// CPU quota is below its threads it is that work's time at the rate the quota sustains
+// (SustainedTime, over the epoch's steps): its process CPU time over the quota, more where the
+// rank got less than its quota. A rank given little work waits long enough between steps for its
+// quota to refill and runs each step at full speed; given more, it is throttled. Its wall work
+// time alone would be a staircase in its batch that makes the plan swing between the two.
 #include "lib/train/epoch.h"
 
 #include <algorithm>
@@ -92,7 +92,7 @@ class StepLoop {
   Computed compute(const Slice& slice, double t);
   void fill_tail(const Slice& slice, const Computed& c, double work_s);
   void exchange_and_update(const Slice& slice, double lr);
-  void account(const Slice& slice, const Computed& c, double gather_s, double work_cpu);
+  void account(const Slice& slice, const Computed& c, double work_s);
   void account_own(const Slice& slice, const Computed& c, double work_s);
   // An averaging epoch's step: the local update and this rank's figures of it.
   void local_step(const Slice& slice, const Computed& c, double gather_s, double work_cpu,
@@ -105,9 +105,7 @@ class StepLoop {
   EpochStats finish();
 
   // Seconds of work at the rank's sustained rate: wall, or CPU / quota when held below threads.
-  double sustained(double wall_s, double cpu_s) const {
-    return held_to_ > 0 ? std::max(wall_s, cpu_s / held_to_) : wall_s;
-  }
+  double sustained(double wall_s, double cpu_s) { return sustained_.add(wall_s, cpu_s); }
 
   const EpochParts& p_;
   const std::int64_t epoch_;
@@ -136,11 +134,11 @@ class StepLoop {
   trace::Timing& tm_;
   std::optional<CpuQuota> quota0_;
   double process_cpu0_ = 0;
-  double held_to_ = 0;      // cores of the quota when it is below the rank's threads (else 0)
-  double update_s_ = 0;     // wall seconds of the previous step's optimizer update
-  double update_cpu_ = 0;   // its process CPU seconds
-  double wall_before_ = 0;  // wall seconds of the epoch before a resumed checkpoint
-  float stop_ = 0;          // the stop count of the last exchange
+  SustainedTime sustained_{0};  // held to the quota's cores when they are below the threads
+  double update_s_ = 0;         // wall seconds of the previous step's optimizer update
+  double update_cpu_ = 0;       // its process CPU seconds
+  double wall_before_ = 0;      // wall seconds of the epoch before a resumed checkpoint
+  float stop_ = 0;              // the stop count of the last exchange
   // An averaging epoch's figures since the last average: this rank's samples and loss sum, the
   // samples of the global steps, and with rebalance_every this rank's (compute_s, samples,
   // work_s) of each step.
@@ -194,7 +192,8 @@ StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
   process_cpu0_ = process_cpu();
   DBS_CHECK(!local_ || parts.local != nullptr);
   const int threads = parts.config.threads > 0 ? parts.config.threads : nn::available_threads();
-  if (quota0_ && quota0_->cores > 0 && quota0_->cores + 1e-6 < threads) held_to_ = quota0_->cores;
+  if (quota0_ && quota0_->cores > 0 && quota0_->cores + 1e-6 < threads)
+    sustained_ = SustainedTime(quota0_->cores);
 }
 
 EpochStats StepLoop::run() {
@@ -216,9 +215,10 @@ EpochStats StepLoop::run() {
       if (exchanged) average();
     } else {
       // The update of the step before, gathering and compute (sleep included).
-      fill_tail(slice, c, sustained(update_s_ + gather_s + c.compute_s, update_cpu_ + work_cpu));
+      const double work_s = sustained(update_s_ + gather_s + c.compute_s, update_cpu_ + work_cpu);
+      fill_tail(slice, c, work_s);
       exchange_and_update(slice, lr);
-      account(slice, c, gather_s, work_cpu);
+      account(slice, c, work_s);
     }
     if (exchanged && replans_ && (s + 1) % p_.config.rebalance_every == 0 && s + 1 < steps_)
       replan(s);
@@ -302,11 +302,11 @@ void StepLoop::exchange_and_update(const Slice& slice, double lr) {
   }
 }
 
-void StepLoop::account(const Slice& slice, const Computed& c, double gather_s, double work_cpu) {
+void StepLoop::account(const Slice& slice, const Computed& c, double work_s) {
   es_.loss_sum += static_cast<double>(buf_[P_ + 1]);
   es_.samples += slice.gn;
   stop_ = buf_[P_ + 2];
-  account_own(slice, c, sustained(gather_s + c.compute_s + update_s_, work_cpu + update_cpu_));
+  account_own(slice, c, work_s);
   if (replans_) history_.add(time_slot_, count_slot_, work_slot_);
 }
 

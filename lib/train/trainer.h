@@ -40,7 +40,7 @@ struct EpochResult {
   int replans = 0;                 // plan changes inside the epoch (rebalance_every)
   int averages = 0;  // model averages in the epoch (0: synchronous; Settings::average_every)
   // Per rank, the fraction of wall_s it worked: gather + compute + update at its sustained rate
-  // (CPU / quota where a quota holds it back). Empty for an epoch read from a checkpoint, and
+  // (SustainedTime where a quota holds it back). Empty for an epoch read from a checkpoint, and
   // for one continued from a checkpoint taken inside it (its timings miss the earlier steps).
   std::vector<double> busy;
   // N / sum over ranks of samples_r / busy_r seconds: the epoch had every rank worked all of it

@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/format.h"
 #include "lib/common/hash.h"
@@ -96,4 +97,20 @@ TEST_CASE("ReadRest.FromThePositionToTheEnd") {
   in.get();
   CHECK(in.tellg() == std::istream::pos_type(-1));
   CHECK(dbs::read_rest(in) == "\nb\n");
+}
+
+TEST_CASE("SustainedTime.ThrottlingLumpsDoNotAddUp") {
+  // Held to half a core: the first stretch runs 0.1 s at full speed on its refilled quota (0.1 s
+  // of CPU), the second waits out the rest of the period (0.3 s wall for 0.1 s of CPU). Both are
+  // 0.2 s at the quota's rate, 0.4 s in all, as their wall time; the larger of wall and CPU over
+  // the quota stretch by stretch would give 0.5 s.
+  SustainedTime held(0.5);
+  CHECK(held.add(0.1, 0.1) == doctest::Approx(0.2));
+  CHECK(held.add(0.3, 0.1) == doctest::Approx(0.2));
+  // Then it gets a quarter of a core for 0.4 s, less than its quota: the wall time so far (0.8 s)
+  // is past the CPU over the quota (0.6 s), so the stretch counts 0.2 s * 0.8 / 0.6.
+  CHECK(held.add(0.4, 0.1) == doctest::Approx(0.2 * 0.8 / 0.6));
+
+  SustainedTime free(0);
+  CHECK(free.add(0.3, 0.1) == doctest::Approx(0.3));
 }
