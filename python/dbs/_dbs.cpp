@@ -246,6 +246,14 @@ PYBIND11_MODULE(_dbs, m) {
         "seconds, compute seconds), as dbs::Meter takes them.");
   m.def("cpu_quota", &cpu_quota,
         "Cores of this process's cgroup CPU quota (0 = none or unreadable).");
+  py::class_<dbs::SustainedTime>(
+      m, "SustainedTime",
+      "A quota-held rank's work time, stretch after stretch, at the rate its quota of `cores` "
+      "sustains (dbs-agent's measure); cores 0: its wall time.")
+      .def(py::init<double>(), py::arg("cores"))
+      .def("add", &dbs::SustainedTime::add, py::arg("wall_s"), py::arg("cpu_s"),
+           "The work seconds of a stretch of wall_s seconds that used cpu_s of process CPU.")
+      .def_property_readonly("cores", &dbs::SustainedTime::cores);
   m.def("step_batch", &dbs::step_batch, py::arg("plan"), py::arg("samples"),
         "Per-rank sizes of a global step of `samples` samples under plan.");
   m.def("offsets_of", &dbs::offsets_of, py::arg("batch"),

@@ -3,7 +3,8 @@ from the end of the previous step's allreduce (for an epoch's first step, from b
 end of its backward, so it holds the optimizer update and the batch loading and leaves out the
 allreduce; compute is forward + backward alone; an allreduce bucket that completes before the
 end of backward changes nothing; an excluded re-plan is not work; on a rank held to a CPU
-quota, work is the larger of wall time and CPU time over the quota. epoch() sums an epoch's
+quota, work is CPU time over the quota while the steps' wall time stays within that, so a step
+that waits out a throttled period does not count its lump on top. epoch() sums an epoch's
 steps for the trace's timing record, its wall and CPU time running from the first step's
 window to the end of the last step."""
 
@@ -91,8 +92,25 @@ clock.run(0.1, 0.1)
 q.forward(10)
 clock.run(0.4, 0.4)  # ran at full speed on its refilled quota: 0.5 s of CPU
 q.backward_done()
-(_, wq, _, fq), = q.take()
+(_, wq, _, fq), = q.steps
 harness.check(near(wq, 1.0) and near(fq, 0.4),
               f"quota 0.5 core: work = CPU 0.5 s / 0.5 = 1.0 s, compute 0.4 s wall: got {wq}, "
               f"{fq}")
+q.forward(10)  # the next step, in the same epoch
+clock.run(1.5, 0.5)  # throttled: waits out the period for the rest of its quota
+q.backward_done()
+(_, _, _, _), (_, wq, _, _) = q.take()
+harness.check(near(wq, 1.0),
+              f"quota 0.5 core, a throttled step of 1.5 s wall and 0.5 s CPU after one of 0.5 s "
+              f"wall: work is 1.0 s as CPU over the quota, the wall so far (2.0 s) not past it "
+              f"(2.0 s): got {wq}")
+q.begin()
+clock.run(0.1, 0.05)
+q.forward(10)
+clock.run(0.9, 0.2)  # a busy machine: a quarter of a core, less than its quota
+q.backward_done()
+(_, wq, _, _), = q.take()
+harness.check(near(wq, 1.0),
+              f"quota 0.5 core, an epoch's first step that got a quarter of a core: work is its "
+              f"wall 1.0 s, not CPU over the quota (0.5 s): got {wq}")
 print("ok: step timing")

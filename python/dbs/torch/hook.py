@@ -16,8 +16,9 @@ the window are left out (StepTimer.exclude). Compute is forward + backward alone
 forward with gradients on, in training mode, to the end of backward), without the exchange's
 own time inside backward: the hooks of the buckets before the last run there, between layers.
 An injected slowdown (experiments) sleeps after backward and counts as compute and work. On a
-rank held to a CPU quota below torch's threads the work time is the larger of its wall time and
-its process CPU time over the quota (the time at the rate the quota sustains), as in dbs-agent.
+rank held to a CPU quota below torch's threads the work time is the time at the rate the quota
+sustains (the extension's SustainedTime over the epoch's steps: process CPU time over the quota, more where
+the rank got less than its quota), as in dbs-agent.
 The hooks' own thread CPU time (without the slowdown and the allreduce, which plain DDP has too)
 goes to Balancer.overhead_s.
 """
@@ -48,6 +49,7 @@ class StepTimer:
 
     def __init__(self, quota_cores=None, clock=_now):
         self.held_to = held_to() if quota_cores is None else quota_cores
+        self._sustained = _dbs.SustainedTime(self.held_to)  # the epoch's steps so far
         self._clock = clock    # () -> (wall s, process CPU s)
         self.steps = []        # [samples, work_s, comm_s, compute_s] per finished step
         self._lock = threading.Lock()
@@ -121,10 +123,12 @@ class StepTimer:
                 self._first = origin
             self._last, self._slept = end, self._slept + slept
             self._step_skip = 0.0
-            work = end[0] - origin[0] - skip[0]
-            if self.held_to > 0:
-                work = max(work, (end[1] - origin[1] - skip[1]) / self.held_to)
-            self.steps.append([self._samples, max(work, compute), 0.0, compute])
+            work = self._sustained.add(end[0] - origin[0] - skip[0],
+                                       end[1] - origin[1] - skip[1])
+            # A held rank's compute (wall) can be past its work at the quota's rate: a step
+            # that waited out a throttled period.
+            self.steps.append([self._samples, work if self.held_to > 0 else max(work, compute),
+                               0.0, compute])
             self.count += 1
         self._start = None
 
@@ -159,6 +163,7 @@ class StepTimer:
         """The steps recorded so far, forgotten here."""
         with self._lock:
             out, self.steps = self.steps, []
+            self._sustained = _dbs.SustainedTime(self.held_to)
             self._first = self._last = None
             self._slept = 0.0
         return [tuple(s) for s in out]
