@@ -88,6 +88,26 @@ void quotas(const Trace& trace, Cluster& c) {
   if (any) c.held = std::move(held);
 }
 
+// held_outside from the timing records: per held rank, the median over epochs of its process
+// CPU time outside its work (process CPU - busy * quota: the exchange, planning), per step, in
+// full-speed seconds (CPU seconds / threads).
+void held_outside(const Trace& trace, Cluster& c) {
+  if (c.held.empty()) return;
+  const double threads = threads_of(trace.header);
+  std::vector<std::vector<double>> per_step(c.held.size());
+  for (const EpochRecords& rec : trace.epochs)
+    for (const trace::TimingRecord& r : rec.timings) {
+      const auto i = static_cast<std::size_t>(r.rank);
+      const trace::Timing& t = r.timing;
+      if (i >= c.held.size() || c.held[i] <= 0 || t.steps <= 0 || t.quota_cores <= 0) continue;
+      const double outside = t.process_cpu_s - t.busy_s * t.quota_cores;
+      per_step[i].push_back(std::max(0.0, outside) / static_cast<double>(t.steps) / threads);
+    }
+  c.held_outside.assign(c.held.size(), 0.0);
+  for (std::size_t i = 0; i < per_step.size(); ++i)
+    if (!per_step[i].empty()) c.held_outside[i] = stats::median(std::move(per_step[i]));
+}
+
 // The shape a_i of every rank (fit.h): from its work points of at least kShapeSteps steps in
 // epochs where its slowdown factor is steady (steady_factors), divided by that factor.
 std::vector<RankFit> shapes(const Trace& trace, const std::vector<std::vector<double>>& steady) {
@@ -300,6 +320,7 @@ Cluster cluster_from_trace(const Trace& trace, std::vector<RankFit>* fits) {
   c.samples_per_epoch = h.settings.samples_per_epoch;
   c.slowdowns = slowdowns_of(trace);
   quotas(trace, c);
+  held_outside(trace, c);
   const bool work = has_work(trace);
 
   // Unit levels (beta 1, alpha a_i): the model's work under the recorded plans, to be scaled.

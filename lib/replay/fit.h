@@ -21,6 +21,8 @@
 //   - Held ranks: a rank whose cpu records give a quota below its threads (header "threads",
 //     1 when absent) has held = quota / threads, the period of the records (kCfsPeriod when not
 //     recorded), and a cost at full speed: its reported work is the sustained time, cost / held.
+//     Its quota also pays what its timing records show it used outside its work (process CPU -
+//     busy * quota a step: the exchange's CPU), Cluster::held_outside.
 //   - Jitter: the relative standard deviation of a rank's work per step at its main point, the
 //     median over the epochs (Cluster::jitter); the slowest of several noisy ranks is later on
 //     average than the slowest mean, which is what a balanced split pays per step. Step times

@@ -35,7 +35,11 @@ struct Cluster {
   std::vector<std::vector<double>> base;   // [epoch][rank] samples/s outside slowdowns: 1 / beta
   std::vector<std::vector<double>> alpha;  // [epoch][rank] seconds per step whatever b (empty = 0)
   std::vector<double> held;                // [rank] quota's share of full speed (empty, 0 = none)
-  double period_s = kCfsPeriod;            // the quota's period
+  // [rank] (empty = 0): the full-speed seconds a held rank's quota pays each step outside its
+  // work, at the step's exchange (its CPU there and for the rest of the step); a rank out of
+  // quota then is throttled and the exchange waits for it.
+  std::vector<double> held_outside;
+  double period_s = kCfsPeriod;  // the quota's period
   // [epoch][rank] (empty = none): the relative standard deviation of the rank's work per step.
   // A step ends with the last of the ranks, so a step of noisy ranks costs the expected maximum
   // of their times (Clark's approximation, normal noise), more than the largest mean.
@@ -65,6 +69,9 @@ struct Cluster {
     return (alpha.empty() ? 0.0 : alpha[k][i]) + b / base[k][i];
   }
   double held_share(std::size_t i) const { return held.empty() ? 0.0 : held[i]; }
+  double held_outside_s(std::size_t i) const {
+    return held_outside.empty() ? 0.0 : held_outside[i];
+  }
   std::int64_t steps() const { return (samples_per_epoch + global_batch - 1) / global_batch; }
 };
 

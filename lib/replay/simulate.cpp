@@ -129,7 +129,8 @@ double expected_max(const std::vector<std::pair<double, double>>& times) {
 // Costs `ch`'s steps (its batch and cost set), starting at `clock` seconds into the epoch, each
 // step followed by `between` seconds (allreduce and overhead); returns the clock after them.
 // A step lasts the expected maximum of the ranks' times (expected_max with Cluster::jitter);
-// a held rank's time, from its quota's periods, is taken as exact.
+// a held rank's time, from its quota's periods, is taken as exact, and its quota also pays
+// Cluster::held_outside at the exchange.
 double cost_chunk(Chunk& ch, const Cluster& c, std::int64_t e, std::vector<Quota>& quota,
                   double clock, double between) {
   const std::size_t n = ch.batch.size();
@@ -164,7 +165,18 @@ double cost_chunk(Chunk& ch, const Cluster& c, std::int64_t e, std::vector<Quota
     }
     const double longest = expected_max(all);
     ch.critical_s += longest;
-    clock += longest + between;
+    // A held rank's CPU at the exchange runs inside the exchange's time; where its quota runs
+    // out there, the exchange waits the throttled time for it: the step's critical path.
+    clock += longest;
+    double late = 0;
+    for (const std::size_t i : held) {
+      const double x = c.held_outside_s(i);
+      if (x > 0)
+        late =
+            std::max(late, run_held(quota[i], c.held_share(i), c.period_s, clock, x) - clock - x);
+    }
+    ch.critical_s += late;
+    clock += late + between;
   }
   return clock;
 }

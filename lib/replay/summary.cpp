@@ -226,11 +226,12 @@ std::string describe_ranks(const Replay& r) {
                                 : "work per step in proportion to the batch (no work times "
                                   "in the trace; update and gathering are in the overhead):";
   const auto held = [&](std::size_t i) {
-    return fits[i].held > 0 ? format(
-                                  ", held by its CPU quota to %.3g%% of full speed in %s "
-                                  "periods (times at full speed)",
-                                  100 * fits[i].held, duration(c.period_s).c_str())
-                            : std::string();
+    if (!(fits[i].held > 0)) return std::string();
+    std::string s = format(", held by its CPU quota to %.3g%% of full speed in %s periods",
+                           100 * fits[i].held, duration(c.period_s).c_str());
+    if (c.held_outside_s(i) > 0)
+      s += ", paying " + duration(c.held_outside_s(i)) + " of it a step at the exchange";
+    return s + " (times at full speed)";
   };
   if (fits.size() <= 8) {
     for (std::size_t i = 0; i < fits.size(); ++i) {

@@ -210,3 +210,20 @@ TEST_CASE("Simulate.Quota.HeldRankRunsInPeriods") {
   const SimResult t = simulate(two, CostModel{}, config("static"));
   CHECK(t.epochs[1].compute_s == doctest::Approx(t.epochs[0].compute_s));
 }
+
+TEST_CASE("Simulate.Quota.HeldRankPaysItsExchangeFromItsQuota") {
+  // Rank 1 needs 0.05 s at full speed per step and 0.01 s more at the exchange (its CPU there),
+  // its quota a third of each 0.1 s period: busy all the time, a step takes 0.06 s of quota, so
+  // 0.18 s at the quota's rate, where its work alone would take 0.15 s.
+  Cluster c = two_ranks(1000, 64 / 0.05, 1, 6400, 128);
+  c.held = {0.0, 1.0 / 3};
+  c.held_outside = {0.0, 0.01};
+  const SimResult r = simulate(c, CostModel{}, config("static"));
+  CHECK(r.epochs[0].time_s / 50 == doctest::Approx(0.18).epsilon(0.02));
+  // Given little work, its grant covers the exchange too: nothing waits for it.
+  Cluster light = two_ranks(1000, 64 / 0.01, 1, 6400, 128);
+  light.held = {0.0, 1.0 / 3};
+  light.held_outside = {0.0, 0.005};
+  CHECK(simulate(light, CostModel{}, config("static")).epochs[0].time_s ==
+        doctest::Approx(50 * 0.064));
+}
