@@ -2,7 +2,8 @@
 """The tally of a balance set (lab/experiments/balance_set.sh): one line per run of the
 policy (default dbs) in each case, and how many runs met the targets.
 
-    lab/experiments/balance_set.py DIR [--policy NAME]
+    lab/experiments/balance_set.py DIR [--policy NAME] [--record FILE --set NAME
+                                   --command TEXT]
 
 DIR holds quota<i>.json and sleep<i>.json, dbs-lab balance's JSON. The targets, over the
 steady epochs: the quota case within 1.10x of the bracketed stand-alone ideal, at least 1.8x
@@ -14,9 +15,13 @@ against the best split for the speeds the ranks had in the run are given for ref
 per case, the yardstick's own spread: the stand-alone ideal and each rank's stand-alone rate
 over every one-at-a-time round of the case's runs (a target tighter than that spread cannot be
 told from the machine's drift).
-Exits 1 where DIR holds no results or a file cannot be read.
+With --record, each run of the policy is also appended to FILE (the results' JSON lines,
+docs/results/balance.jsonl) as a "balance-2rank" record of set NAME, with the command that made
+DIR (written whole at once, after every run was read: nothing half-written).
+Exits 1 where DIR holds no results or a file cannot be read, 2 on bad options.
 """
 import argparse
+import datetime
 import json
 import os
 import re
@@ -70,6 +75,7 @@ def load(path, case, policy):
             "changes": r["steady_plan_changes"],
             "spec": ",".join(quota) if case == "quota" else ",".join(
                 q for q in d["disturb"] if q not in ("", "none")),
+            "min_gain": d["min_gain"],
         }
     except (KeyError, TypeError, IndexError, ZeroDivisionError) as e:
         fail("%s: not dbs-lab balance's JSON (%s: %s)" % (path, type(e).__name__, e))
@@ -91,6 +97,26 @@ def plans(ps):
         else:
             out.append([p, 1])
     return ps[0] + " -> " + ", ".join(p if n == 1 else "%s x%d" % (p, n) for p, n in out)
+
+
+def record(r, case, run, policy, set_name, command):
+    """The results' record of one run (docs/results/balance.jsonl's "balance-2rank")."""
+    def rounded(v, digits):
+        return None if v is None or v == 0 else round(v, digits)
+
+    def drift(v):
+        return None if v is None else round(100 * v, 1)
+
+    return {"study": "balance-2rank", "set": set_name,
+            "date": datetime.date.today().isoformat(), "case": "%s %s" % (case, r["spec"]),
+            "run": run, "policy": policy,
+            "plans": plans(r["plans"]).replace(" -> ", " → ").replace(" x", " ×"),
+            "ratio_to_bracket": rounded(r["bracket"], 3), "bracket_drift_pct": drift(r["drift"]),
+            "ratio_to_concurrent": rounded(r["concurrent"], 3),
+            "concurrent_drift_pct": drift(r["cdrift"]),
+            "ratio_to_best_split": rounded(r["best"], 3),
+            "speedup_vs_static": rounded(r["static"], 3), "steady_plan_changes": r["changes"],
+            "min_gain": r["min_gain"], "command": command}
 
 
 def count(rows, key, ok, zero_is_absent=True):
@@ -117,7 +143,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--policy", default="dbs")
+    ap.add_argument("--record", metavar="FILE", help="append the runs to FILE (JSON lines)")
+    ap.add_argument("--set", help="the records' set name (with --record)")
+    ap.add_argument("--command", help="the command that made DIR (with --record)")
     a = ap.parse_args()
+    if a.record and not (a.set and a.command):
+        ap.error("--record needs --set and --command")
     if not os.path.isdir(a.dir):
         fail("%s: no such directory" % a.dir)
     found = {}
@@ -129,10 +160,13 @@ def main():
         fail("%s: no quota<i>.json or sleep<i>.json" % a.dir)
     print("balance set %s: policy %s, steady epochs; ratios of the epoch time to each ideal, "
           "drift of each bracket in brackets" % (a.dir, a.policy))
+    recorded = []
     for case in ("quota", "sleep"):
         if case not in found:
             continue
         rows = [load(os.path.join(a.dir, name), case, a.policy) for _, name in sorted(found[case])]
+        recorded += [record(r, case, i, a.policy, a.set, a.command)
+                     for i, r in enumerate(rows, 1)]
         top, speed, changes = TARGETS[case]
         specs = sorted({r["spec"] for r in rows})
         print("\n%s case (%s), %d run(s):" % (case, "; ".join(specs), len(rows)))
@@ -158,6 +192,13 @@ def main():
                   count(rows, "best", lambda v: v <= top), round(100 * DRIFT_NOTE),
                   count(rows, "drift", lambda v: abs(v) > DRIFT_NOTE, False)))
         print("  the yardstick: " + spread(rows))
+    if a.record:
+        try:
+            with open(a.record, "a") as f:
+                f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recorded))
+        except OSError as e:
+            fail("--record %s: cannot append to it: %s" % (a.record, e))
+        print("\n%d record(s) of set %s appended to %s" % (len(recorded), a.set, a.record))
 
 
 if __name__ == "__main__":

@@ -76,6 +76,28 @@ python3 "$TALLY" "$TMP/set" >"$TMP/again.out" || fail "balance_set.py on the set
 cmp -s "$TMP/again.out" "$TMP/set.out" || fail "balance_set.py printed another tally: $(diff "$TMP/set.out" "$TMP/again.out")"
 python3 "$TALLY" "$TMP/set" --policy static >"$TMP/static.out" || fail "balance_set.py --policy static failed"
 grep -q "policy static" "$TMP/static.out" || fail "--policy static: $(cat "$TMP/static.out")"
+# --record appends one record a run, with the figures the tally printed.
+python3 "$TALLY" "$TMP/set" --record "$TMP/records.jsonl" --set t1 --command "balance_set.sh test" \
+  >"$TMP/record.out" || fail "balance_set.py --record failed"
+python3 - "$TMP/set" "$TMP/records.jsonl" "$cases" <<'PY' || fail "--record wrote other figures"
+import json, sys
+d, path, cases = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+recs = [json.loads(line) for line in open(path)]
+assert [r["case"].split()[0] for r in recs] == [c for c in ("quota", "sleep") if c in cases], recs
+for r in recs:
+    case = r["case"].split()[0]
+    run = {x["run"]: x for x in json.load(open("%s/%s1.json" % (d, case)))["runs"]}["dbs"]
+    assert r["study"] == "balance-2rank" and r["set"] == "t1" and r["run"] == 1, r
+    assert r["command"] == "balance_set.sh test" and r["policy"] == "dbs", r
+    assert r["steady_plan_changes"] == run["steady_plan_changes"], (r, run)
+    best = run.get("steady_ratio_to_busy_ideal")
+    assert (r["ratio_to_best_split"] is None if not best
+            else abs(r["ratio_to_best_split"] - best) <= 5e-4), (r, run)
+    assert abs(r["bracket_drift_pct"] - 100 * run["bracket_drift"]) <= 0.05, (r, run)
+print("record ok: %d run(s)" % len(recs))
+PY
+expect_fail "--record needs --set and --command" python3 "$TALLY" "$TMP/set" --record "$TMP/x.jsonl"
+[ ! -e "$TMP/x.jsonl" ] || fail "--record without --set wrote $TMP/x.jsonl"
 set_fails "--out '$TMP/set' already holds results" --out "$TMP/set"
 echo "balance_set.sh: one set of $cases ok"
 
