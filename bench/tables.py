@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab" / "experim
 import replay_accuracy  # noqa: E402  (the replay accuracy study makes its own table)
 import local_sgd_report  # noqa: E402  (and the local SGD study its own)
 import scale  # noqa: E402  (and the scale study its own)
+import pytorch_exchange  # noqa: E402  (and the PyTorch exchange study its own)
+import balance_set  # noqa: E402  (the balance study's targets)
 
 ROOT = records.SOURCE  # the tree whose pages and records are read (--root)
 RESULTS = ROOT / "docs" / "results"
@@ -206,8 +208,10 @@ def engine_train():
 
 SCHEDULER_ROWS = [  # (command, what the row is)
     ("dbs-bench scheduler --agents 256 --reports 200", "(daemon in memory)"),
-    ("dbs-bench scheduler --agents 256 --reports 200 --state-dir DIR", "(journal synced per epoch)"),
-    ("dbs-bench scheduler --agents 4000 --reports 20", "(4,000 connections, no pause between epochs)"),
+    ("dbs-bench scheduler --agents 256 --reports 200 --state-dir DIR",
+     "(journal synced per epoch)"),
+    ("dbs-bench scheduler --agents 4000 --reports 20",
+     "(4,000 connections, no pause between epochs)"),
     ("dbs-bench scheduler --agents 4000 --reports 20 --epoch-ms 100", ""),
     ("dbs-bench scheduler --agents 4000 --reports 20 --epoch-ms 100 --state-dir DIR", ""),
 ]
@@ -270,10 +274,12 @@ def filter_speed():
     def met(seconds, goal):
         return "met" if seconds < goal else "**not met**"
     rows = [("t-SNE", f"**{t['total_s']:.1f} s** ({t['cpu_s']:.0f} s of CPU; neighbours "
-                      f"{t['neighbours_s']:.1f} s, affinities {t['affinity_s']:.1f} s, optimisation "
-                      f"{t['optimise_s']:.1f} s)", f"under 2 min: {met(t['total_s'], t['goal_s'])}"),
+                      f"{t['neighbours_s']:.1f} s, affinities {t['affinity_s']:.1f} s, "
+                      f"optimisation {t['optimise_s']:.1f} s)",
+             f"under 2 min: {met(t['total_s'], t['goal_s'])}"),
             ("DBSCAN", f"**{d['total_s']:.2f} s** ({d['dbscan_s']:.2f} s clustering, "
-                       f"{d['knee_eps_s']:.2f} s the knee eps)", f"under 1 s: {met(d['total_s'], d['goal_s'])}")]
+                       f"{d['knee_eps_s']:.2f} s the knee eps)",
+             f"under 1 s: {met(d['total_s'], d['goal_s'])}")]
     return table(["step", "wall", "goal"], rows) + provenance([r], ["filter-bench"])
 
 
@@ -324,11 +330,13 @@ def convergence():
         what = f"{name}, {'rank 1 slowed ×3' if r['disturbed'] else 'undisturbed'}"
         score = f"{pct(r['test_acc'])}%"
         rows.append((what, r.get("plans", "equal split"), score, r))
-    order = sorted(range(len(runs)), key=lambda i: (runs[i] is not base, runs[i]["policy"] != "dbs", i))
+    order = sorted(range(len(runs)),
+                   key=lambda i: (runs[i] is not base, runs[i]["policy"] != "dbs", i))
     rows = [rows[i] for i in order]
     for n, row in enumerate(rows[1:]):  # the difference to the static run; "points" once
         diff = f"{(row[3]['test_acc'] - base['test_acc']) * 100:+.2f}"
-        rows[n + 1] = (row[0], row[1], row[2] + (f" ({diff} points)" if n == 0 else f" ({diff})"), None)
+        rows[n + 1] = (row[0], row[1],
+                       row[2] + (f" ({diff} points)" if n == 0 else f" ({diff})"), None)
     return table(["run", "plans (epochs 1–5)", "test accuracy"], [row[:3] for row in rows])
 
 
@@ -396,14 +404,16 @@ def recipe_epochs():
     rows = []
     for name, runs in recipe_runs().items():
         per_seed = lambda f: " / ".join(f(r) for r in runs)  # noqa: E731
-        rows.append((name, peak_lr(runs[0]), *[per_seed(lambda r, e=e: acc(r, e)) for e in RECIPE_EPOCHS],
+        rows.append((name, peak_lr(runs[0]),
+                     *[per_seed(lambda r, e=e: acc(r, e)) for e in RECIPE_EPOCHS],
                      per_seed(lambda r: pct(r["final_test_acc"])), mean_half_range(runs)))
     return table(["configuration", "peak lr", *[f"epoch {e}" for e in RECIPE_EPOCHS], "final",
                   "final mean ± ½ range"], rows)
 
 
 def recipe_final():
-    large = [runs for runs in recipe_runs().values() if runs[0]["global_batch"] > runs[0]["base_batch"]]
+    large = [runs for runs in recipe_runs().values()
+             if runs[0]["global_batch"] > runs[0]["base_batch"]]
     warmups = sorted({runs[0]["warmup_epochs"] for runs in large})
     rows = []
     for w in warmups:
@@ -443,22 +453,25 @@ def regression_gate():
     dates = sorted({r["date"][:10] for r in runs})
     return (table(["figure", "better", "baseline median", "range of the runs", "tolerance", "bound",
                    "compared on"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---"])
-            + [""] + prose(f"{len(runs)} baseline runs ({', '.join(dates)}, {runs[-1]['machine']['cpu']}, "
-                           f"{runs[-1]['machine']['logical_cpus']} logical CPUs), the 1-minute load "
-                           f"average {min(loads):.1f}–{max(loads):.1f} while they ran."))
+            + [""] + prose(f"{len(runs)} baseline runs ({', '.join(dates)}, "
+                           f"{runs[-1]['machine']['cpu']}, "
+                           f"{runs[-1]['machine']['logical_cpus']} logical CPUs), the 1-minute "
+                           f"load average {min(loads):.1f}–{max(loads):.1f} while they ran."))
 
 
 def gate_candidates():
     """The spread of the figures the gate leaves out, beside the one it keeps."""
     runs = study_runs("regression-gate.jsonl", "regression-gate-candidates")
     if not runs:
-        raise TableError("docs/results/regression-gate.jsonl: no regression-gate-candidates records")
+        raise TableError("docs/results/regression-gate.jsonl: no regression-gate-candidates "
+                         "records")
     figures = [("daemon CPU per report, µs", "daemon_cpu_us_per_report", "no"),
                ("plan of a 10,000-rank job, ms of CPU", "plan_cpu_ms", "no"),
                ("plan of a 10,000-rank job, ms wall", "plan_ms", "no"),
                ("reports/s (32 agents)", "reports_per_s", "no"),
                ("training step, fraction of the peak per wall second", "train_peak_fraction", "no"),
-               ("training step, fraction of the peak per CPU second", "train_peak_fraction_cpu", "yes"),
+               ("training step, fraction of the peak per CPU second", "train_peak_fraction_cpu",
+                "yes"),
                ("daemon allocations per report", "daemon_allocations_per_report", "yes"),
                ("allocations to plan a 10,000-rank job", "plan_allocations", "yes")]
     rows = []
@@ -548,27 +561,431 @@ def replay_traces():
 
 
 # ---------------------------------------------------------------------------------------------
-# the README's headline table
+# cluster bed
 
-def sets_of_three(case, min_gain=0.02):
-    """The balance study's 2-rank sets of three runs of one case at the gain gate (file order)."""
+def img_s(rates):
+    """Stand-alone rates, one a node: 1,259 / 625 / 302."""
+    return " / ".join(thousands(v) for v in rates)
+
+
+def dashed(text):
+    """A range recorded as "lo-hi", as the pages write it: lo–hi."""
+    return text.replace("-", "–")
+
+
+def repeats(text):
+    """A plan list recorded with "x3" for three epochs, as the pages write it: ×3."""
+    return re.sub(r" x(\d+)", r" ×\1", text)
+
+
+def bed_runs():
+    """The cluster bed's runs of dbs alone in the quota case at today's defaults, by run."""
+    runs = [r for r in study("cluster-bed.jsonl", "cluster-bed") if "run" in r]
+    if not runs:
+        raise TableError("docs/results/cluster-bed.jsonl: no cluster-bed record with a run")
+    return runs
+
+
+def bed_policies():
+    """The cluster bed's runs of all three policies in the quota case of bed_runs()."""
+    return [r for r in study("cluster-bed.jsonl", "cluster-bed", case=bed_runs()[-1]["case"])
+            if "static" in r["ratio_to_ideal"]]
+
+
+def cluster_bed_runs():
+    rows = [(r["run"], img_s(r["standalone_img_s"]), f"{r['ideal_s']:.2f} s",
+             f"{dashed(r['dbs_steady_epoch_s'])} s", f"{r['ratio_to_ideal']['dbs']:.2f}×",
+             " / ".join(f"{b:.2f}" for b in r["busy"]), f"{r['dbs_ratio_to_best_split']:.3f}×",
+             f"{r['node1_allreduce_ms_per_step']:.1f} ms") for r in bed_runs()]
+    return table(["run", "stand-alone img/s", "ideal", "`dbs` steady epoch", "/ ideal",
+                  "busy per node", "/ best split", "node1 allreduce per step"], rows)
+
+
+BED_POLICIES = ("static", "dbs-rate", "dbs")
+
+
+def ratio_cells(ratios):
+    """The ratio to the ideal of each of BED_POLICIES, "–" for a policy not run."""
+    return [f"{ratios[p]:.2f}×" if p in ratios else "–" for p in BED_POLICIES]
+
+
+def cluster_bed_policies():
+    rows = [(img_s(r["standalone_img_s"]), f"{r['ideal_s']:.2f} s",
+             *ratio_cells(r["ratio_to_ideal"]), f"{r['dbs_ratio_to_best_split']:.3f}×",
+             repeats(r["dbs_plans"])) for r in bed_policies()]
+    return table(["stand-alone img/s", "ideal", *BED_POLICIES, "dbs / best split",
+                  "dbs plans (3–5)"], rows)
+
+
+BED_WAITS = {  # the sleep case's waiting modes, as the page names them
+    "auto (spins)": "`auto` (spins on full-core nodes)",
+    "sleep": "`--wait sleep`",
+}
+
+
+def cluster_bed_sleep():
+    rows = []
+    for r in study("cluster-bed.jsonl", "cluster-bed"):
+        if "wait" not in r:
+            continue
+        if r["wait"] not in BED_WAITS:
+            raise TableError(f"docs/results/cluster-bed.jsonl: wait {r['wait']!r} has no name in "
+                             "bench/tables.py BED_WAITS")
+        rows.append((BED_WAITS[r["wait"]], img_s(r["standalone_img_s"]), f"{r['ideal_s']:.2f} s",
+                     *ratio_cells(r["ratio_to_ideal"])))
+    if not rows:
+        raise TableError("docs/results/cluster-bed.jsonl: no cluster-bed record with a wait")
+    return table(["wait", "stand-alone img/s", "ideal", *BED_POLICIES], rows)
+
+
+def cluster_bed_pairs():
+    rows = [(r["pair"], "overlapped" if r["exchange"] == "overlap" else r["exchange"],
+             f"{r['ratio_to_ideal']['dbs']:.2f}×", f"{r['dbs_ratio_to_best_split']:.3f}×",
+             f"{dashed(r['node1_allreduce_s_per_epoch'])} s")
+            for r in study("cluster-bed.jsonl", "cluster-bed") if "pair" in r]
+    if not rows:
+        raise TableError("docs/results/cluster-bed.jsonl: no cluster-bed record with a pair")
+    return table(["pair", "exchange", "/ ideal", "/ best split", "node1 allreduce per epoch"],
+                 rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# scaling
+
+def sweep_cells(kind):
+    cells = [r for r in load_sweep() if r.get("kind") == kind]
+    if not cells:
+        raise TableError(f"docs/results/sweep.jsonl: no {kind} cell")
+    return cells
+
+
+def scaling_measured():
+    cells = sweep_cells("measured")
+    by = {(r["ranks"], r["threads"], r["global_batch"]): r for r in cells}
+    batches = sorted({r["global_batch"] for r in cells})
+    shapes = sorted({(r["ranks"], r["threads"]) for r in cells})
+
+    def cell(r):
+        if r is None:
+            return "–"
+        text = (f"{r['epoch_s_median']:.2f} s, {thousands(r['images_per_s'])}/s, "
+                f"{pct(r['test_acc'], 1)}%")
+        if "predicted_over_measured" in r:
+            text += f" ({r['predicted_over_measured']:.2f}×)"
+        return text
+    rows = [(f"{ranks} × {threads}", *[cell(by.get((ranks, threads, b))) for b in batches])
+            for ranks, threads in shapes]
+    return table(["ranks × threads", f"batch {thousands(batches[0])}",
+                  *[thousands(b) for b in batches[1:]]], rows)
+
+
+def scaling_predicted():
+    cells = [r for r in sweep_cells("predicted") if r["threads"] == 1]
+    by = {(r["ranks"], r["global_batch"]): r["predicted_epoch_s"] for r in cells}
+    workers = sorted({r["ranks"] for r in cells})
+    rows = [(f"batch {thousands(b)}",
+             *[f"{by[(w, b)]:.2f}" if (w, b) in by else "–" for w in workers])
+            for b in sorted({r["global_batch"] for r in cells})]
+    return table(["workers", *map(str, workers)], rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# the scheduler's soak
+
+def scheduler_soak():
+    runs = [r for r in study("scheduler-load.jsonl", "scheduler-soak") if "variant" in r]
+    if not runs:
+        raise TableError("docs/results/scheduler-load.jsonl: no scheduler-soak record with a "
+                         "variant")
+    bounds = sorted({r["rss_bound_mib"] for r in runs})
+    rows = []
+    for variant in dict.fromkeys(r["variant"] for r in runs):
+        rs = [r for r in runs if r["variant"] == variant]
+        restored = [r["backup_restored"] for r in rs]
+        rows.append((f"`{variant}`", ", ".join(str(r["good_job_plans_from_daemon"]) for r in rs),
+                     ", ".join(f"{r['daemon_peak_rss_mib']:.0f}" for r in rs),
+                     sum(r["status_failed"] for r in rs),
+                     "yes" if all(restored) else ", ".join("yes" if x else "no" for x in restored),
+                     ", ".join("pass" if r["ok"] else "fail" for r in rs)))
+    return table(["variant", "good job's plans from the daemon",
+                  f"daemon peak RSS MiB (bound {', '.join(map(str, bounds))})", "`/status` failed",
+                  "backup restored", "result"], rows, ["---", "---", "---:", "---:", "---", "---"])
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch
+
+def torch_case(r):
+    """A speed run's case as the page names it: quota 0.33, slowed ×3."""
+    if r["case"] == "quota":
+        return "quota " + r["quota"].split("=")[1]
+    factor = re.search(r"factor=([\d.]+)", r["summary"]["disturb"][0]).group(1)
+    return f"slowed ×{factor}"
+
+
+def runs_of_plans(epochs):
+    """The plans of a run's epochs, repeats counted: 128/128, 198/58 ×4."""
+    out = []
+    for plan in ("/".join(map(str, e["batch"])) for e in epochs):
+        if out and out[-1][0] == plan:
+            out[-1][1] += 1
+        else:
+            out.append([plan, 1])
+    return ", ".join(plan if n == 1 else f"{plan} ×{n}" for plan, n in out)
+
+
+def torch_speed_pairs():
+    """The speed study's (static, dbs) pairs on 2 ranks by case and run, in file order."""
+    speed = study("pytorch.jsonl", "pytorch-speed")
+    pairs = []
+    for r in speed:
+        if r["policy"] != "dbs" or r["case"] == "overhead":
+            continue
+        static = [s for s in speed if s["policy"] == "static" and s["case"] == r["case"]
+                  and s["run"] == r["run"]]
+        if not static:
+            raise TableError(f"docs/results/pytorch.jsonl: no static run beside dbs run "
+                             f"{r['run']} of case {r['case']!r}")
+        pairs.append((static[-1], r))
+    order = list(dict.fromkeys(db["case"] for _, db in pairs))
+    return sorted(pairs, key=lambda p: (order.index(p[1]["case"]), p[1]["run"]))
+
+
+def torch_speed():
+    rows, spread = [], {}
+    for st, db in torch_speed_pairs():
+        ratio = st["steady_epoch_s"] / db["steady_epoch_s"]
+        ideal = db["steady_epoch_s"] / db["steady_busy_ideal_s"]
+        spread.setdefault("quota" if db["case"] == "quota" else torch_case(db), []).append(
+            (ratio, ideal))
+        rows.append((torch_case(db), db["run"], f"{st['steady_epoch_s']:.2f}",
+                     f"{db['steady_epoch_s']:.2f}", f"{ratio:.3f}×", f"{ideal:.3f}×",
+                     f"{db['steady_slowest_work_s'] / db['steady_busy_ideal_s']:.3f}×",
+                     f"{db['steady_epoch_s'] / db['steady_slowest_work_s']:.3f}×",
+                     f"{st['steady_epoch_s'] / st['steady_slowest_work_s']:.3f}×",
+                     db["plan_changes"], runs_of_plans(db["summary"]["epochs"])))
+    x3 = lambda v: f"{v:.3f}"  # noqa: E731
+    runs = {len(v) for v in spread.values()}
+    text = (f"Spread over the {' or '.join(map(str, sorted(runs)))} runs: "
+            + "; ".join(f"{case} {span([r for r, _ in v], x3, '×')} static, "
+                        f"{span([i for _, i in v], x3, '×')} the ideal"
+                        for case, v in spread.items()) + ".")
+    return (table(["case", "run", "static s", "dbs s", "ratio", "dbs / ideal", "split", "rest",
+                   "static's rest", "plan changes", "dbs plans (epochs 1–5)"], rows)
+            + [""] + prose(text))
+
+
+def dbs_cpu_per_step(r):
+    """dbs.torch's own CPU time per step of a run: the larger of the ranks' over all epochs."""
+    epochs = r["summary"]["epochs"]
+    steps = sum(e["steps"] for e in epochs)
+    return max(sum(e["dbs_overhead_s"][i] for e in epochs)
+               for i in range(r["summary"]["world"])) / steps
+
+
+def step_s(r):
+    """A run's wall seconds per step over all its epochs."""
+    epochs = r["summary"]["epochs"]
+    return sum(e["wall_s"] for e in epochs) / sum(e["steps"] for e in epochs)
+
+
+def torch_overhead():
+    speed = study("pytorch.jsonl", "pytorch-speed", case="overhead")
+    rows = []
+    for world in sorted({r["world"] for r in speed}):
+        st = [r for r in speed if r["world"] == world and r["policy"] == "static"]
+        db = [r for r in speed if r["world"] == world and r["policy"] == "dbs"]
+        if not st or not db:
+            raise TableError(f"docs/results/pytorch.jsonl: no static and dbs overhead runs on "
+                             f"{world} rank(s)")
+        cpu, ddp = dbs_cpu_per_step(db[-1]), step_s(st[-1])
+        rows.append((world, f"{1000 * ddp:.1f} ms", f"{1000 * step_s(db[-1]):.1f} ms",
+                     f"{1e6 * cpu:.0f} µs", f"{100 * cpu / ddp:.2f}%"))
+    pairs = torch_speed_pairs()
+    cpu = [dbs_cpu_per_step(db) for _, db in pairs]
+    share = [dbs_cpu_per_step(db) / step_s(st) for st, db in pairs]
+    text = (f"In the speed runs above dbs's own CPU per step was "
+            f"{span([1e6 * c for c in cpu], lambda v: f'{v:.0f}', ' µs')}, "
+            f"{span([100 * s for s in share], lambda v: f'{v:.2f}', '%')} of the plain DDP step "
+            "of the same case and run.")
+    return (table(["ranks", "plain DDP step", "dbs step", "dbs's own CPU per step",
+                   "share of the DDP step"], rows) + [""] + prose(text))
+
+
+def torch_convergence():
+    arms = ("static", "equal", "dbs")
+    by = {}
+    for r in study("pytorch.jsonl", "pytorch-convergence"):
+        by.setdefault(r["seed"], {})[r["arm"]] = r["summary"]
+    rows, diffs = [], {}
+    for seed in sorted(by):
+        if any(a not in by[seed] for a in arms):
+            raise TableError(f"docs/results/pytorch.jsonl: seed {seed} lacks one of the arms "
+                             f"{', '.join(arms)}")
+        runs = by[seed]
+        for i, e in enumerate(runs["dbs"]["epochs"]):
+            rows.append((seed, e["epoch"],
+                         *[pct(runs[a]["epochs"][i]["test_acc"]) for a in arms],
+                         "/".join(map(str, e["batch"]))))
+        final = {a: runs[a]["epochs"][-1]["test_acc"] * 100 for a in arms}
+        for x, y in (("dbs", "static"), ("dbs", "equal"), ("equal", "static")):
+            diffs.setdefault((x, y), []).append(final[x] - final[y])
+    seeds = sorted(by)
+    points = lambda v: f"{v:+.2f}"  # noqa: E731
+    first = diffs[("dbs", "static")]
+    text = ("Final differences (points): dbs − static "
+            + " and ".join(f"{points(d)} (seed {s})" for d, s in zip(first, seeds))
+            + f", mean {points(statistics.mean(first))}; "
+            + "; ".join(f"{x} − {y} " + " and ".join(points(d) for d in diffs[(x, y)])
+                        for x, y in (("dbs", "equal"), ("equal", "static"))) + ".")
+    return (table(["seed", "epoch", *arms, "dbs plan"], rows)
+            + [""] + prose(text.replace("-", "−")))
+
+
+def torch_exchange():
+    try:
+        return pytorch_exchange.table_lines(study("pytorch.jsonl", "pytorch-exchange"))
+    except pytorch_exchange.pc.StudyError as e:
+        raise TableError(f"docs/results/pytorch.jsonl: {e}") from None
+
+
+def torch_exchange_accuracy():
+    return ["- " + line for line in
+            pytorch_exchange.comparison_lines(study("pytorch.jsonl", "pytorch-exchange"))]
+
+
+# ---------------------------------------------------------------------------------------------
+# balance
+
+DEFAULT_GAIN = 0.02  # the gain gate of dbs's default (--min-gain)
+BALANCE_CASES = ("quota 1=0.33", "sleep rank=1,factor=3")  # the 2-rank study's cases
+
+
+def balance_sets(case, min_gain=DEFAULT_GAIN):
+    """The balance study's 2-rank runs of one case at a gain gate, by set (in file order)."""
     groups = {}
     for r in study("balance.jsonl", "balance-2rank", case=case, min_gain=min_gain):
         groups.setdefault((str(r["set"]), r["date"]), []).append(r)
-    full = [g for g in groups.values() if sorted(r["run"] for r in g) == [1, 2, 3]]
+    return [sorted(g, key=lambda r: r["run"]) for g in groups.values()]
+
+
+def sets_of_three(case, min_gain=DEFAULT_GAIN):
+    """The balance study's latest 2-rank set of three runs of one case at the gain gate."""
+    full = [g for g in balance_sets(case, min_gain) if [r["run"] for r in g] == [1, 2, 3]]
     if not full:
         raise TableError(f"docs/results/balance.jsonl: no set of 3 runs of {case!r}")
     return full[-1]
 
+
+def balance_case(case):
+    """A 2-rank case as the page names it: quota 0.33, sleep ×3."""
+    m = re.fullmatch(r"quota \d+=([\d.]+)", case)
+    if m:
+        return f"quota {m.group(1)}"
+    m = re.fullmatch(r"sleep rank=\d+,factor=([\d.]+)", case)
+    return f"sleep ×{m.group(1)}" if m else case
+
+
+def balance_cells(r):
+    """A balance run's plans, / bracket (drift), / best split, vs static and plan changes."""
+    return [repeats(r["plans"]),
+            f"{r['ratio_to_bracket']:.3f}× ({r['bracket_drift_pct']:+.1f}%)".replace("-", "−"),
+            f"{r['ratio_to_best_split']:.3f}×", f"{r['speedup_vs_static']:.2f}×",
+            r["steady_plan_changes"]]
+
+
+def balance_row(name, r):
+    return (name, r["run"], *balance_cells(r))
+
+
+def balance_2rank():
+    """Per case, the latest set of three runs at the default gain gate; the runs of each case
+    measured after that set; the latest set of three at each other gain gate."""
+    latest, later, gates = [], [], []
+    for case in BALANCE_CASES:
+        sets, name = balance_sets(case), balance_case(case)
+        last = sets.index(sets_of_three(case))
+        latest += [balance_row(name, r) for r in sets[last]]
+        later += [balance_row(f"{name} ({r['date']})", r) for g in sets[last + 1:] for r in g]
+        gains = {r["min_gain"] for r in study("balance.jsonl", "balance-2rank", case=case)}
+        for gain in sorted(gains - {DEFAULT_GAIN}):
+            gates += [balance_row(f"{name}, `--min-gain {gain:g}`", r)
+                      for r in sets_of_three(case, gain)]
+    return table(["case", "run", "plans (epoch 2 → 3–5)", "/ bracket (drift)", "/ best split",
+                  "vs static", "plan changes"], latest + later + gates)
+
+
+def balance_targets():
+    """How many of the 2-rank runs at the default gain gate met the targets of
+    lab/experiments/balance_set.py, and for reference the best split against the same bound."""
+    runs = {case: [r for g in balance_sets(case) for r in g] for case in BALANCE_CASES}
+
+    def met(case, key, ok):
+        have = [r[key] for r in runs[case] if r.get(key) is not None]
+        return f"{sum(1 for v in have if ok(v))} of {len(have)}"
+    rows = []
+    for case in BALANCE_CASES:
+        kind = case.split()[0]
+        top, speed, changes = balance_set.TARGETS[kind]
+        rows.append((f"{kind}: within {top:.2f}× of the bracket",
+                     met(case, "ratio_to_bracket", lambda v: v <= top)))
+        if speed is not None:
+            rows.append((f"{kind}: at least {speed:g}× faster than static",
+                         met(case, "speedup_vs_static", lambda v: v >= speed)))
+        if changes is not None:
+            rows.append((f"{kind}: at most {changes} plan change{'' if changes == 1 else 's'} in "
+                         "the steady epochs",
+                         met(case, "steady_plan_changes", lambda v: v <= changes)))
+    for case in BALANCE_CASES:
+        kind, top = case.split()[0], balance_set.TARGETS[case.split()[0]][0]
+        rows.append((f"for reference, {kind} within {top:.2f}× of the best split",
+                     met(case, "ratio_to_best_split", lambda v: v <= top)))
+    dates = sorted({r["date"] for rs in runs.values() for r in rs})
+    counts = " and ".join(f"{len(runs[case])} {case.split()[0]} runs in "
+                          f"{len(balance_sets(case))} sets" for case in BALANCE_CASES)
+    return (prose(f"Over the runs at the default gain gate that [balance.jsonl](balance.jsonl) "
+                  f"keeps, {counts} (from {dates[0]} to {dates[-1]}), against the targets the "
+                  "project set (`lab/experiments/balance_set.py`):")
+            + [""] + table(["target", "met"], rows))
+
+
+def three_rank_case(case, ranks):
+    """A 3-rank case as the page names it: quotas unlimited / 0.5 / 0.25, sleep 1 / ×2 / ×4."""
+    if case.startswith("quota"):
+        quota = dict(re.findall(r"(\d+)=([\d.]+)", case))
+        return "quotas " + " / ".join(quota.get(str(i), "unlimited") for i in range(ranks))
+    factor = dict(re.findall(r"rank=(\d+),factor=([\d.]+)", case))
+    return "sleep " + " / ".join(f"×{factor[str(i)]}" if str(i) in factor else "1"
+                                 for i in range(ranks))
+
+
+def balance_3rank():
+    runs = study("balance.jsonl", "balance-3rank")
+    rows = []
+    for r in runs:
+        if r["policy"] != "dbs":
+            continue
+        others = [o for o in runs if o["case"] == r["case"] and o["run"] == r["run"]
+                  and o["policy"] != "dbs"]
+        cells = balance_cells(r)
+        if others:
+            cells[2] += " (" + ", ".join(f"`{o['policy']}` {o['ratio_to_best_split']:.3f}×"
+                                         for o in others) + ")"
+        rows.append((three_rank_case(r["case"], len(r["busy"])), *cells))
+    return table(["case", "dbs plans (3–5)", "/ bracket (drift)", "/ best split", "vs static",
+                  "plan changes"], rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# the README's headline table
 
 def readme_rows():
     sleep = sets_of_three("sleep rank=1,factor=3")
     quota = sets_of_three("quota 1=0.33")
     x2 = lambda v: f"{v:.2f}"  # noqa: E731
     x3 = lambda v: f"{v:.3f}"  # noqa: E731
-    bed = [r for r in study("cluster-bed.jsonl", "cluster-bed") if "run" in r]
-    bed_static = [r for r in study("cluster-bed.jsonl", "cluster-bed", case=bed[-1]["case"])
-                  if "static" in r["ratio_to_ideal"]][-1]
+    bed = bed_runs()
+    bed_static = bed_policies()[-1]
     conv = {(r["policy"], r["disturbed"]): r["test_acc"]
             for r in study("convergence.jsonl", "convergence")}
     own = study_runs("replay.jsonl", "replay-own-trace")
@@ -611,27 +1028,29 @@ def readme_rows():
     seeds = sorted({c["seed"] for c in conv_torch})
     torch_diff = [(torch_final("dbs", s) - torch_final("static", s)) * 100 for s in seeds]
     shm_asleep, shm_spin = values(shm, "asleep_median_us"), values(shm, "spinning_median_us")
-    as_spinning = ("as spinning" if min(shm_spin) <= max(shm_asleep) and min(shm_asleep) <= max(shm_spin)
+    as_spinning = ("as spinning"
+                   if min(shm_spin) <= max(shm_asleep) and min(shm_asleep) <= max(shm_spin)
                    else f"spinning {span(shm_spin, lambda v: f'{v:.0f}')} µs")
     tcp_ms = re.match(r"[\d.]+", tcp["median_ms_eager_4MiB"]).group(0)
     return [
         ("How much faster than a static split? 2 ranks, one slowed ×3",
-         f"**{span([r['speedup_vs_static'] for r in sleep], x2, '×')}** (latest 3 runs); with a CPU quota "
-         f"instead {span([r['speedup_vs_static'] for r in quota], x2, '×')}", "balance"),
+         f"**{span([r['speedup_vs_static'] for r in sleep], x2, '×')}** (latest 3 runs); with a "
+         f"CPU quota instead {span([r['speedup_vs_static'] for r in quota], x2, '×')}",
+         "balance"),
         ("How close to the best split for the speeds the ranks had?",
          f"{span([r['ratio_to_best_split'] for r in sleep], x3, '×')} (sleep), "
          f"{span([r['ratio_to_best_split'] for r in quota], x3, '×')} (quota)", "balance"),
         ("Three quota-held nodes over 1 Gbit/s links",
          f"{span([r['dbs_ratio_to_best_split'] for r in bed], x3, '×')} the best split; "
-         f"{span([r['ratio_to_ideal']['dbs'] for r in bed], x2, '×')} the compute-only ideal, which "
-         f"leaves out the exchange (static {bed_static['ratio_to_ideal']['static']:.2f}×)",
+         f"{span([r['ratio_to_ideal']['dbs'] for r in bed], x2, '×')} the compute-only ideal, "
+         f"which leaves out the exchange (static {bed_static['ratio_to_ideal']['static']:.2f}×)",
          "cluster-bed"),
         ("Does an unequal split change the model?",
          f"{pct(conv[('dbs', True)])}% test accuracy under dbs with a rank slowed ×3, "
          f"{pct(conv[('static', False)])}% static undisturbed", "convergence"),
         ("How exact is replay?",
-         as_measured(f"within {max(abs(replay_error(r)) for r in own):.1f}% of the recorded totals; "
-                     f"{thousands(big['ranks'])} ranks × {big['epochs']} epochs in "
+         as_measured(f"within {max(abs(replay_error(r)) for r in own):.1f}% of the recorded "
+                     f"totals; {thousands(big['ranks'])} ranks × {big['epochs']} epochs in "
                      f"{big['wall_s']:.2f} s", big, "replay-1000-ranks"), "replay"),
         ("How much can the daemon take?",
          as_measured(f"{sig3(load['reports_per_s'])} reports/s, p99 {ms(load['p99_ms'])} ms (256 "
@@ -647,14 +1066,15 @@ def readme_rows():
          f"2 ranks {span(two, x2, '×')} one rank; beyond 2, a prediction", "scaling"),
         ("The large-batch recipe at 8,192",
          f"warmup 5 epochs {pct(mean_final(global_batch=8192, warmup_epochs=5.0))}%, no warmup "
-         f"{pct(mean_final(global_batch=8192, warmup_epochs=0.0, lr_scaling='linear'))}%, batch 128 "
-         f"{pct(mean_final(global_batch=128))}%", "recipe"),
+         f"{pct(mean_final(global_batch=8192, warmup_epochs=0.0, lr_scaling='linear'))}%, "
+         f"batch 128 {pct(mean_final(global_batch=128))}%", "recipe"),
         ("Does filtering noisy samples help large batches?",
          f"{'no' if filt[('filtered', 8192)] <= filt[('full', 8192)] else 'yes'}: "
          f"{pct(filt[('filtered', 8192)])}% filtered against {pct(filt[('full', 8192)])}% full at "
          "8,192", "filtering"),
         ("`dbs.torch` in a PyTorch DDP script, one of 2 ranks a third as fast",
-         f"{span(torch_ratio, x2, '×')} faster than plain DDP (CPU quota or slowed ×3, 3 runs each), "
+         f"{span(torch_ratio, x2, '×')} faster than plain DDP (CPU quota or slowed ×3, 3 runs "
+         "each), "
          f"{span(torch_ideal, x3, '×')} the ideal; test accuracy "
          f"{abs(statistics.mean(torch_diff)):.2f} points "
          f"{'below' if statistics.mean(torch_diff) < 0 else 'above'} plain DDP on the mean of "
@@ -705,9 +1125,25 @@ TABLES = {
     "replay-traces": replay_traces,
     "replay-accuracy": replay_accuracy_table,
     "local-sgd": local_sgd,
+    "cluster-bed-runs": cluster_bed_runs,
+    "cluster-bed-policies": cluster_bed_policies,
+    "cluster-bed-sleep": cluster_bed_sleep,
+    "cluster-bed-pairs": cluster_bed_pairs,
+    "scaling-measured": scaling_measured,
+    "scaling-predicted": scaling_predicted,
+    "scheduler-soak": scheduler_soak,
+    "pytorch-speed": torch_speed,
+    "pytorch-overhead": torch_overhead,
+    "pytorch-convergence": torch_convergence,
+    "pytorch-exchange": torch_exchange,
+    "pytorch-exchange-accuracy": torch_exchange_accuracy,
+    "balance-2rank": balance_2rank,
+    "balance-targets": balance_targets,
+    "balance-3rank": balance_3rank,
     "readme-headline": readme_headline,
     **{f"scale-{name}": scale_table(name)
-       for name in ("balance", "changes", "control", "collective", "daemon", "replay", "emulation")},
+       for name in ("balance", "changes", "control", "collective", "daemon", "replay",
+                    "emulation")},
 }
 
 
@@ -763,7 +1199,8 @@ def untracked_tables(path):
         elif (section and not region and line.startswith("|") and not previous.startswith("|")
               and not TYPED.match(previous)):
             problems.append(f"{rel(path)}:{lineno}: a table in 'Current table' that is neither "
-                            "generated ('<!-- table: NAME -->') nor marked '<!-- typed table: why -->'")
+                            "generated ('<!-- table: NAME -->') nor marked "
+                            "'<!-- typed table: why -->'")
         if line.strip():
             previous = line
     return problems
@@ -803,7 +1240,8 @@ def main(argv):
                             "makes it):\n" + "\n".join(diff))
     for line in problems:
         print("FAIL: " + line)
-    print(f"tables: {regions} generated region(s) in {len(pages)} page(s), {len(problems)} problem(s)")
+    print(f"tables: {regions} generated region(s) in {len(pages)} page(s), "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 

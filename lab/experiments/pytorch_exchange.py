@@ -28,6 +28,7 @@ records stay), and each run's log to --logs. Exits 1 where a run fails.
 """
 import argparse
 import importlib.util
+import math
 import os
 import sys
 
@@ -162,45 +163,85 @@ def _numel(shape):
     return out
 
 
-def report(records):
+def arms(records):
+    """Per arm (exchange, policy), in the order of EXCHANGES and POLICIES: the test accuracy (%)
+    of each seed, their mean, the bytes a rank handed to all_reduce per step in the epochs after
+    the first, and the bytes it should have."""
     by = {}
     for r in records:
         if not all(k in r for k in ("exchange", "policy", "seed", "parameter_shapes",
                                     "summary")):
             raise pc.StudyError(f"a {STUDY} record without its arm and seed: {sorted(r)}")
         by.setdefault((r["exchange"], r["policy"]), {})[r["seed"]] = r
-    first = records[0]["summary"]
-    print(f"2 ranks, {first['train_samples']:,} training and {first['test_samples']:,} test "
-          f"images, global batch {first['global_batch']}, {len(first['epochs'])} epochs; "
-          "dbs = dbs.torch at the fixed split 3:1")
-    print(f"{'exchange':<10} {'policy':<7} {'test accuracy (%) per seed':<30} {'mean':>6}  "
-          f"{'bytes/step':>10} {'expected':>10}")
-    means = {}
+    out = []
     for exchange in EXCHANGES:
         for policy in POLICIES:
             runs = by.get((exchange, policy))
             if not runs:
                 continue
             acc = {seed: 100 * r["summary"]["test_acc"] for seed, r in sorted(runs.items())}
-            means[(exchange, policy)] = (sum(acc.values()) / len(acc), acc)
             any_run = next(iter(runs.values()))
             steady = [e for e in any_run["summary"]["epochs"] if e["epoch"] > 1]
             sent = sum(e["exchange_bytes"][0] for e in steady) / sum(e["steps"] for e in steady)
-            print(f"{exchange:<10} {policy:<7} "
-                  f"{', '.join(f'{s}: {a:.2f}' for s, a in acc.items()):<30} "
-                  f"{means[(exchange, policy)][0]:>6.2f}  {sent:>10,.0f} "
-                  f"{expected_bytes(any_run):>10,.0f}")
+            out.append({"exchange": exchange, "policy": policy, "acc": acc,
+                        "mean": sum(acc.values()) / len(acc), "sent": sent,
+                        "expected": expected_bytes(any_run),
+                        "split": any_run["summary"]["epochs"][0]["batch"]})
+    return out
+
+
+def policy_name(arm):
+    """plain DDP, or dbs.torch at its fixed split as a ratio (192/64: 3:1)."""
+    if arm["policy"] == "static":
+        return "plain DDP"
+    split = arm["split"]
+    common = math.gcd(*split)
+    return "dbs.torch " + ":".join(str(b // common) for b in split)
+
+
+def table_lines(records):
+    """The table of the records, markdown lines: per arm the test accuracy of each seed, their
+    mean, and the bytes per step against those expected."""
+    lines = ["| exchange | policy | test accuracy (%) per seed | mean | bytes per step "
+             "| expected |", "|---|---|---|---:|---:|---:|"]
+    for a in arms(records):
+        lines.append(f"| {a['exchange']} | {policy_name(a)} | "
+                     f"{', '.join(f'{s}: {v:.2f}' for s, v in a['acc'].items())} | "
+                     f"{a['mean']:.2f} | {a['sent']:,.0f} | {a['expected']:,.0f} |")
+    return lines
+
+
+def comparison_lines(records):
+    """Per exchange, dbs's mean test accuracy minus plain DDP's against the seed spread."""
+    means = {(a["exchange"], a["policy"]): (a["mean"], a["acc"]) for a in arms(records)}
+    lines = []
     for exchange in EXCHANGES:
         if (exchange, "static") in means and (exchange, "dbs") in means:
             (ms, acc_s), (md, acc_d) = means[(exchange, "static")], means[(exchange, "dbs")]
             line = f"{exchange}: dbs - plain DDP {md - ms:+.2f} points on the mean of the seeds"
             if min(len(acc_s), len(acc_d)) < 2:
-                print(line + "; not judged: the seed spread needs 2 seeds or more")
+                lines.append(line + "; not judged: the seed spread needs 2 seeds or more")
                 continue
             # the seed spread: the larger of the two arms' ranges over their seeds
             spread = max(max(a.values()) - min(a.values()) for a in (acc_s, acc_d))
-            print(line + f"; the seed spread {spread:.2f} points: "
-                  + ("within it" if abs(md - ms) <= spread else "NOT within it"))
+            lines.append(line + f"; the seed spread {spread:.2f} points: "
+                         + ("within it" if abs(md - ms) <= spread else "NOT within it"))
+    return lines
+
+
+def report(records):
+    first = records[0]["summary"]
+    print(f"2 ranks, {first['train_samples']:,} training and {first['test_samples']:,} test "
+          f"images, global batch {first['global_batch']}, {len(first['epochs'])} epochs; "
+          "dbs = dbs.torch at the fixed split 3:1")
+    print(f"{'exchange':<10} {'policy':<7} {'test accuracy (%) per seed':<30} {'mean':>6}  "
+          f"{'bytes/step':>10} {'expected':>10}")
+    for a in arms(records):
+        print(f"{a['exchange']:<10} {a['policy']:<7} "
+              f"{', '.join(f'{s}: {v:.2f}' for s, v in a['acc'].items()):<30} "
+              f"{a['mean']:>6.2f}  {a['sent']:>10,.0f} {a['expected']:>10,.0f}")
+    for line in comparison_lines(records):
+        print(line)
 
 
 if __name__ == "__main__":

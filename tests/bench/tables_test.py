@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """bench/tables.py --check on a copy of README.md and docs/results: the committed pages pass;
 a record changed under a page, a figure typed over on a page, a region of an unknown table and
-a current table that is neither generated nor marked as typed each fail, naming the page; and
---write makes a page that disagrees agree again. Exits 0 when all hold, 1 naming each that
-did not."""
+a current table that is neither generated nor marked as typed each fail, naming the page (the
+same table marked as typed passes); and --write makes a page that disagrees agree again. Exits
+0 when all hold, 1 naming each that did not."""
 import json
 import shutil
 import subprocess
@@ -48,6 +48,15 @@ def edit_record(path, study, match, field, value):
     path.write_text("\n".join(lines) + "\n")
 
 
+def unmarked(text, name, instead=""):
+    """The page's text with the region of table `name` made a plain table: its start line
+    replaced by `instead`, its end line taken away."""
+    start_line, end_line = f"<!-- table: {name} -->\n", "<!-- end table -->\n"
+    start = text.index(start_line)
+    end = text.index(end_line, start)
+    return text[:start] + instead + text[start + len(start_line):end] + text[end + len(end_line):]
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="dbs-tables-") as tmp:
         root = fresh(tmp, "committed")
@@ -89,12 +98,17 @@ def main():
                                                  "<!-- table: engine-nothing -->"))
         expect("a region of an unknown table fails", root, 1, "no table named 'engine-nothing'")
 
-        root = fresh(tmp, "untracked")
+        root = fresh(tmp, "untracked")  # a generated table's region markers taken away
         page = root / "docs/results/balance.md"
-        page.write_text(page.read_text().replace(
-            "<!-- typed table: counts over 36 runs", "<!-- counts over 36 runs", 1))
+        page.write_text(unmarked(page.read_text(), "balance-3rank"))
         expect("a current table neither generated nor marked typed fails", root, 1,
                "docs/results/balance.md:", "neither generated")
+
+        root = fresh(tmp, "typed")  # the same table marked as typed
+        page = root / "docs/results/balance.md"
+        page.write_text(unmarked(page.read_text(), "balance-3rank",
+                                 "<!-- typed table: no records -->\n"))
+        expect("a current table marked typed passes", root, 0, "0 problem(s)")
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
