@@ -107,7 +107,8 @@ def record(r, case, run, policy, set_name, command):
     def drift(v):
         return None if v is None else round(100 * v, 1)
 
-    return {"study": "balance-2rank", "set": int(set_name) if set_name and set_name.isdigit() else set_name,
+    numbered = set_name is not None and set_name.isdigit()
+    return {"study": "balance-2rank", "set": int(set_name) if numbered else set_name,
             "date": datetime.date.today().isoformat(), "case": "%s %s" % (case, r["spec"]),
             "run": run, "policy": policy,
             "plans": plans(r["plans"]).replace(" -> ", " → ").replace(" x", " ×"),
