@@ -104,7 +104,8 @@ class StepLoop {
   void replan(std::int64_t s);
   EpochStats finish();
 
-  // Seconds of work at the rank's sustained rate: wall, or CPU / quota when held below threads.
+  // Seconds of work at the rank's sustained rate: wall, or SustainedTime's when held below its
+  // threads.
   double sustained(double wall_s, double cpu_s) { return sustained_.add(wall_s, cpu_s); }
 
   const EpochParts& p_;

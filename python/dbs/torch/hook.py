@@ -17,8 +17,8 @@ forward with gradients on, in training mode, to the end of backward), without th
 own time inside backward: the hooks of the buckets before the last run there, between layers.
 An injected slowdown (experiments) sleeps after backward and counts as compute and work. On a
 rank held to a CPU quota below torch's threads the work time is the time at the rate the quota
-sustains (the extension's SustainedTime over the epoch's steps: process CPU time over the quota, more where
-the rank got less than its quota), as in dbs-agent.
+sustains (the extension's SustainedTime over the epoch's steps: process CPU time over the quota,
+more where the rank got less than its quota), as in dbs-agent.
 The hooks' own thread CPU time (without the slowdown and the allreduce, which plain DDP has too)
 goes to Balancer.overhead_s.
 """
