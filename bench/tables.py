@@ -725,13 +725,7 @@ def torch_case(r):
 
 def runs_of_plans(epochs):
     """The plans of a run's epochs, repeats counted: 128/128, 198/58 ×4."""
-    out = []
-    for plan in ("/".join(map(str, e["batch"])) for e in epochs):
-        if out and out[-1][0] == plan:
-            out[-1][1] += 1
-        else:
-            out.append([plan, 1])
-    return ", ".join(plan if n == 1 else f"{plan} ×{n}" for plan, n in out)
+    return balance_set.grouped(["/".join(map(str, e["batch"])) for e in epochs], "×")
 
 
 def torch_speed_pairs():
@@ -921,8 +915,7 @@ def balance_targets():
     runs = {case: [r for g in balance_sets(case) for r in g] for case in BALANCE_CASES}
 
     def met(case, key, ok):
-        have = [r[key] for r in runs[case] if r.get(key) is not None]
-        return f"{sum(1 for v in have if ok(v))} of {len(have)}"
+        return balance_set.count(runs[case], key, ok, zero_is_absent=False)
     rows = []
     for case in BALANCE_CASES:
         kind = case.split()[0]

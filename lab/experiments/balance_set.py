@@ -89,14 +89,20 @@ def pct(v):
     return "-" if v is None else "%+.1f%%" % (100 * v)
 
 
-def plans(ps):
-    out = []  # "181/75 -> 196/60 x2, 200/56": the plan before the steady epochs, then theirs
-    for p in ps[1:]:
+def grouped(ps, times="x"):
+    """Plans in order, a repeat counted: "196/60 x2, 200/56" (times: the sign before a count)."""
+    out = []
+    for p in ps:
         if out and out[-1][0] == p:
             out[-1][1] += 1
         else:
             out.append([p, 1])
-    return ps[0] + " -> " + ", ".join(p if n == 1 else "%s x%d" % (p, n) for p, n in out)
+    return ", ".join(p if n == 1 else "%s %s%d" % (p, times, n) for p, n in out)
+
+
+def plans(ps, arrow="->", times="x"):
+    """"181/75 -> 196/60 x2, 200/56": the plan before the steady epochs, then theirs."""
+    return "%s %s %s" % (ps[0], arrow, grouped(ps[1:], times))
 
 
 def record(r, case, run, policy, set_name, command):
@@ -111,7 +117,7 @@ def record(r, case, run, policy, set_name, command):
     return {"study": "balance-2rank", "set": int(set_name) if numbered else set_name,
             "date": datetime.date.today().isoformat(), "case": "%s %s" % (case, r["spec"]),
             "run": run, "policy": policy,
-            "plans": plans(r["plans"]).replace(" -> ", " → ").replace(" x", " ×"),
+            "plans": plans(r["plans"], "→", "×"),
             "ratio_to_bracket": rounded(r["bracket"], 3), "bracket_drift_pct": drift(r["drift"]),
             "ratio_to_concurrent": rounded(r["concurrent"], 3),
             "concurrent_drift_pct": drift(r["cdrift"]),
@@ -121,7 +127,7 @@ def record(r, case, run, policy, set_name, command):
 
 
 def count(rows, key, ok, zero_is_absent=True):
-    have = [r for r in rows if r[key] is not None and not (zero_is_absent and r[key] == 0)]
+    have = [r for r in rows if r.get(key) is not None and not (zero_is_absent and r[key] == 0)]
     return "%d of %d" % (sum(1 for r in have if ok(r[key])), len(have)) if have else "-"
 
 
