@@ -22,6 +22,7 @@ that commit, the line says so until the figures are measured again (tests/run.sh
 """
 import argparse
 import difflib
+import functools
 import re
 import statistics
 import subprocess
@@ -1086,13 +1087,20 @@ def readme_headline():
     return table(["question", "answer", "page"], rows)
 
 
+@functools.cache
+def scale_tables():
+    """The scale study's tables from its records, made once a run (the analytic step of each
+    plan averages many sampled steps: seconds for the whole study)."""
+    try:
+        return scale.tables(study("scale.jsonl", "scale"))
+    except scale.pc.StudyError as e:
+        raise TableError(f"docs/results/scale.jsonl: {e}") from None
+
+
 def scale_table(name):
     """One of the scale study's tables (lab/experiments/scale.py tables), by its name there."""
     def make():
-        try:
-            _, header, rows = scale.tables(study("scale.jsonl", "scale"))[name]
-        except scale.pc.StudyError as e:
-            raise TableError(f"docs/results/scale.jsonl: {e}") from None
+        _, header, rows = scale_tables()[name]
         return scale.markdown(header, rows)
     return make
 
