@@ -11,13 +11,14 @@ first static, then dbs. Over the steady epochs (--steady-from on) it prints per 
 and dbs epoch seconds, their ratio, dbs over the best split for the speeds the ranks showed
 (busy_ideal_s) and its two factors (split: the slowest rank's work - loading, forward +
 backward, the optimizer step - over busy_ideal_s; rest: the epoch over that, i.e. the allreduce
-and step-to-step jitter; static's rest beside it), and dbs's plan changes; then how many runs met each target (at least 1.8x
-faster than static, within 1.10x of busy_ideal_s, at most 1 plan change). Last, dbs.torch's own
-CPU time per step (the summary's dbs_overhead_s) undisturbed on 1 and 2 ranks (--overhead-worlds),
-against plain DDP's step (static's epoch seconds / steps); the target is at most 2%.
-Records, one JSON line per train.py run with its whole summary, go to --out at the end
-(replacing its pytorch-speed records; other studies' records stay), and to --out.part as each
-run ends (what a failed study keeps).
+and step-to-step jitter; static's rest beside it), and dbs's plan changes; then how many runs
+met each target (at least 1.8x faster than static, within 1.10x of busy_ideal_s, at most 1 plan
+change). Last, dbs.torch's own CPU time per step (the summary's dbs_overhead_s) undisturbed on
+1 and 2 ranks (--overhead-worlds), against plain DDP's step (static's epoch seconds / steps); the
+target is at most 2%.
+Records, one JSON line per train.py run with its whole summary, the date and the commit measured,
+go to --out at the end (replacing its pytorch-speed records; other studies' records stay), and to
+--out.part as each run ends (what a failed study keeps).
 Needs root and a writable CPU cgroup for the quota case. Exits 1 where a run fails.
 """
 import argparse
@@ -27,6 +28,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytorch_common as pc  # noqa: E402
+sys.path.insert(0, os.path.join(pc.ROOT, "bench"))
+import records as bench_records  # noqa: E402  (the date and commit a record carries)
 
 TARGET_SPEEDUP, TARGET_IDEAL, TARGET_CHANGES, TARGET_OVERHEAD = 1.8, 1.10, 1, 0.02
 
@@ -71,7 +74,7 @@ def options(argv):
     if not 0 < o.quota <= 1:
         p.error(f"--quota {o.quota}: expected a share of one core in (0, 1]")
     if any(w < 1 for w in o.overhead_worlds):
-        p.error(f"--overhead-worlds: a world size below 1")
+        p.error("--overhead-worlds: a world size below 1")
     return o
 
 
@@ -84,6 +87,7 @@ def study(o):
     build = os.path.abspath(o.build)
     pc.check_build(build)
     records = []
+    measured = {"date": bench_records.now_utc(), "commit": bench_records.commit()}
     os.makedirs(os.path.dirname(os.path.abspath(o.out)), exist_ok=True)
     if os.path.exists(o.out + ".part"):
         os.remove(o.out + ".part")
@@ -95,7 +99,7 @@ def study(o):
                      quota=quota, timeout=o.timeout)
         r = {"study": "pytorch-speed", "case": case, "run": rep, "policy": policy,
              "world": world, "quota": f"1={o.quota}" if quota else "", "summary": s,
-             "steady_from": o.steady_from if case != "overhead" else 1}
+             "steady_from": o.steady_from if case != "overhead" else 1, **measured}
         r.update(pc.steady(s, r["steady_from"]))
         records.append(r)
         with open(o.out + ".part", "a") as f:  # what a failed study keeps
