@@ -17,8 +17,9 @@ change). Last, dbs.torch's own CPU time per step (the summary's dbs_overhead_s) 
 1 and 2 ranks (--overhead-worlds), against plain DDP's step (static's epoch seconds / steps); the
 target is at most 2%.
 Records, one JSON line per train.py run with its whole summary, the date and the commit measured,
-go to --out at the end (replacing its pytorch-speed records; other studies' records stay), and to
---out.part as each run ends (what a failed study keeps).
+go to --out at the end (replacing its pytorch-speed records of the cases and overhead worlds it
+ran; the others, and other studies' records, stay), and to --out.part as each run ends (what a
+failed study keeps).
 Needs root and a writable CPU cgroup for the quota case. Exits 1 where a run fails.
 """
 import argparse
@@ -118,7 +119,10 @@ def study(o):
     for world in o.overhead_worlds:
         for policy in ("static", "dbs"):
             run("overhead", 1, policy, world, [], epochs=o.overhead_epochs)
-    pc.write_jsonl(o.out, "pytorch-speed", records)
+    # A study of some cases or worlds replaces those records only: the others stay.
+    pc.write_jsonl(o.out, "pytorch-speed", records,
+                   replace=lambda r: r.get("case") in o.cases
+                   or (r.get("case") == "overhead" and r.get("world") in o.overhead_worlds))
     os.remove(o.out + ".part")
     print(f"pytorch_speed: {len(records)} records in {o.out}", file=sys.stderr)
     return records

@@ -1,7 +1,8 @@
 # lab/experiments/pytorch_speed.py, pytorch_convergence.py and pytorch_exchange.py at tiny
-# sizes: their option errors, the records they write (the studies in one file), the tables, and
-# --report printing the same tables again from the records (figures are not judged: studies,
-# not tests; the exchange study's byte counts, which are exact, are).
+# sizes: their option errors, the records they write (the studies in one file; a speed study of
+# one case replaces that case's records only), the tables, and --report printing the same tables
+# again from the records (figures are not judged: studies, not tests; the exchange study's byte
+# counts, which are exact, are).
 source "$(dirname "$0")/../e2e/common.bash"
 SPEED=lab/experiments/pytorch_speed.py
 CONV=lab/experiments/pytorch_convergence.py
@@ -88,6 +89,28 @@ $PY $SPEED --report "$TMP/p.jsonl" >"$TMP/again.out" || fail "--report failed"
 cmp -s "$TMP/speed.out" "$TMP/again.out" || fail "--report printed another table: $(diff "$TMP/speed.out" "$TMP/again.out")"
 $PY $CONV --report "$TMP/p.jsonl" >"$TMP/conv_again.out" || fail "convergence --report failed"
 cmp -s "$TMP/conv.out" "$TMP/conv_again.out" || fail "convergence --report printed another table"
+
+# Each record says when and on which commit it was measured; a study of one case replaces that
+# case's records only (the other case's and the overhead's stay, in their place before it).
+$PY $SPEED --build "$BUILD" --out "$TMP/p.jsonl" --runs 1 --cases disturb "${tiny[@]}" \
+  --steady-from 2 --overhead-worlds '' >"$TMP/again-disturb.out" 2>"$TMP/again-disturb.err" ||
+  { cat "$TMP/again-disturb.err"; fail "pytorch_speed.py --cases disturb failed"; }
+$PY - "$TMP/p.jsonl" "$cases" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" <<'PY' || fail "a study of one case replaced other records"
+import json, re, sys
+speed = [json.loads(l) for l in open(sys.argv[1])]
+speed = [r for r in speed if r["study"] == "pytorch-speed"]
+cases, head = sys.argv[2].split(","), sys.argv[3]
+for r in speed:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["date"]), r["date"]
+    assert r["commit"] in (head, head + "+dirty"), (r["commit"], head)  # "unknown" outside git
+kept = [c for c in cases if c != "disturb"]
+want = ([(c, p, 2) for c in kept for p in ("static", "dbs")]
+        + [("overhead", p, 1) for p in ("static", "dbs")]
+        + [("disturb", p, 2) for p in ("static", "dbs")])
+assert [(r["case"], r["policy"], r["world"]) for r in speed] == want, [(r["case"], r["policy"]) for r in speed]
+assert len({r["date"] for r in speed if r["case"] == "disturb"}) == 1
+print("a study of one case replaced its records only")
+PY
 
 # pytorch_exchange.py at a tiny size, local SGD under plain DDP and dbs.torch (the byte count
 # that differs between the two): the bytes handed to all_reduce per step are exact counts, so
