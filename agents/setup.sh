@@ -36,20 +36,37 @@ dbs_setup_cluster_packages() {
   dbs_install_missing "${DBS_CLUSTER_PACKAGES[@]}"
 }
 
-# dbs_install_missing PKG...: apt-get install the packages not installed yet.
+# dbs_install_missing PKG...: apt-get install the packages not installed yet. Callers that run
+# side by side (tests that each install what they need) take turns under one lock, and the list
+# of what is missing is made again under it, so the second finds the first one's packages.
 dbs_install_missing() {
-  local missing=() p
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "dbs: installing ${missing[*]}"
+  local missing
+  missing=$(dbs_not_installed "$@")
+  [ -z "$missing" ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
-    echo "dbs: missing packages and not root; run: sudo apt-get install ${missing[*]}" >&2
+    echo "dbs: missing packages and not root; run: sudo apt-get install $missing" >&2
     return 1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  (
+    flock -w 1200 9 || { echo "dbs: waited 20 minutes for $DBS_INSTALL_LOCK" >&2; exit 1; }
+    missing=$(dbs_not_installed "$@")
+    [ -z "$missing" ] && exit 0
+    echo "dbs: installing $missing"
+    # shellcheck disable=SC2086  # one word a package
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o DPkg::Lock::Timeout=600 $missing >/dev/null
+  ) 9>"$DBS_INSTALL_LOCK"
+}
+DBS_INSTALL_LOCK=/run/lock/dbs-install.lock
+
+# dbs_not_installed PKG...: the packages of the list dpkg does not have installed, on one line.
+dbs_not_installed() {
+  local p out=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[*]}"
 }
 
 dbs_build() {
