@@ -5,7 +5,9 @@
 # Markdown table.
 #   lab/experiments/cluster_heterogeneity.sh [dbs-agent options...]   (default: cnn, 768 samples)
 # DBS_POLICIES (default "static dbs") and DBS_EPOCHS (5) choose the runs; DBS_KEEP=DIR keeps
-# each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there. A `--disturb
+# each run's summary and trace (POLICY.json, POLICY.trace.jsonl) there; DBS_RECORD=FILE
+# appends the run's record (study "cluster-bed", the figures docs/results/cluster-bed.md
+# tabulates, with the date and commit) to FILE, DBS_RUN=N numbers it. A `--disturb
 # rank=R,...` among the options slows node R+1's stand-alone run as well (there it is rank 0,
 # disturbed from its first epoch to its last, as in dbs-lab balance's stand-alone runs), so
 # that the ideal is what the disturbed nodes can do; e.g. the sleep case on full-core nodes:
@@ -62,11 +64,32 @@ if [ -n "${DBS_KEEP:-}" ]; then
   mkdir -p "$DBS_KEEP"
   for p in "${POLICIES[@]}"; do cp "$DIR/$p.json" "$DIR/$p.trace.jsonl" "$DBS_KEEP/"; done
 fi
-python3 - "$(IFS=,; echo "${POLICIES[*]}")" "$DIR" "${v[@]}" <<'PY'
-import json, sys
+quotas=() args=()
+for k in $(seq "$NODES"); do quotas+=("$(cluster_quota_of "$k")"); done
+for a in "$@"; do args+=("$(printf %q "$a")"); done
+exchange="overlap (default across hosts)"
+[[ " $* " == *" --no-overlap "* ]] && exchange=plain
+DBS_QUOTAS=$(IFS=/; echo "${quotas[*]}") DBS_RATES=$RATES DBS_EXCHANGE=$exchange \
+  DBS_COMMAND="DBS_POLICIES='${POLICIES[*]}' lab/experiments/cluster_heterogeneity.sh ${args[*]}" \
+  DBS_COMMIT=$(git -C "$DBS_ROOT" rev-parse HEAD 2>/dev/null || echo unknown) \
+  python3 - "$(IFS=,; echo "${POLICIES[*]}")" "$DIR" "${v[@]}" <<'PY'
+import datetime, json, os, re, sys
 policies, d = sys.argv[1].split(","), sys.argv[2]
 runs = [json.load(open(f"{d}/{p}.json")) for p in policies]
 v = [float(x) for x in sys.argv[3:]]
+record = {"study": "cluster-bed",
+          "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+          "commit": os.environ["DBS_COMMIT"],
+          # "quotas 1.0/0.5/0.25, 1 Gbit/s" (tc's "1gbit" as the page writes it)
+          "case": f"quotas {os.environ['DBS_QUOTAS']}, " + re.sub(
+              r"(\d+)([gmk])bit", lambda m: f"{m[1]} {m[2].upper()}bit/s", os.environ["DBS_RATES"]),
+          # the agent sets Open MPI's TCP eager limit to 4 MiB unless the environment sets it
+          "exchange": os.environ["DBS_EXCHANGE"] + ", eager limit " + (
+              os.environ.get("OMPI_MCA_btl_tcp_eager_limit", "") + " bytes"
+              if os.environ.get("OMPI_MCA_btl_tcp_eager_limit") else "4 MiB"),
+          "standalone_img_s": [round(x) for x in v], "command": os.environ["DBS_COMMAND"]}
+if os.environ.get("DBS_RUN"):
+    record["run"] = int(os.environ["DBS_RUN"])
 n = runs[0]["config"]["samples_per_epoch"]
 ideal = n / sum(v)
 print(f"\nN = {n}, stand-alone v_i = {', '.join(f'{x:.1f}' for x in v)} img/s, ideal epoch N / sum v_i = {ideal:.2f} s\n")
@@ -81,6 +104,9 @@ for i, first in enumerate(runs[0]["epochs"]):
 steady = [r["epochs"][2:] for r in runs]
 print("\nsteady (epochs 3 on): " + ", ".join(
     f"{p} {sum(e['wall_s'] for e in s) / len(s) / ideal:.2f}x ideal" for p, s in zip(policies, steady) if s))
+record["ideal_s"] = round(ideal, 2)
+record["ratio_to_ideal"] = {p: round(sum(e["wall_s"] for e in s) / len(s) / ideal, 2)
+                            for p, s in zip(policies, steady) if s}
 # Inside each run (the trace's timing and rank records): how busy each node was in the steady
 # epochs, and the steady wall time against the best split for the speeds the nodes had in the run
 # (N / sum_i samples_i / busy_s_i per epoch; see dbs-lab balance's busy_ideal_s).
@@ -96,6 +122,27 @@ for p in policies:
     frac = [sum(busy[e, i] for e in wall) / sum(wall.values()) for i in range(world)]
     print(f"{p}: steady busy per node {', '.join(f'{x:.3f}' for x in frac)}; "
           f"{sum(wall.values()) / best:.3f}x the best split for the speeds in the run")
+    if p != "dbs":
+        continue
+    node1 = [r["allreduce"]["wall_s"] / r["steps"] for r in recs
+             if r["type"] == "timing" and r["rank"] == 0 and r["epoch"] in wall]
+    epochs = [runs[policies.index(p)]["epochs"][e - 1] for e in sorted(wall)]
+    walls = [e["wall_s"] for e in epochs]
+    plans = []  # [plan, epochs in a row]
+    for plan in ("/".join(map(str, e["batch"])) for e in epochs):
+        if plans and plans[-1][0] == plan:
+            plans[-1][1] += 1
+        else:
+            plans.append([plan, 1])
+    record.update(dbs_steady_epoch_s=f"{min(walls):.2f}-{max(walls):.2f}",
+                  dbs_plans=", ".join(f"{b} x{k}" if k > 1 else b for b, k in plans),
+                  dbs_ratio_to_best_split=round(sum(wall.values()) / best, 3),
+                  busy=[round(x, 2) for x in frac],
+                  node1_allreduce_ms_per_step=round(1000 * sum(node1) / len(node1), 1))
+if os.environ.get("DBS_RECORD"):
+    with open(os.environ["DBS_RECORD"], "a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(f"record appended to {os.environ['DBS_RECORD']}")
 PY
 for p in "${POLICIES[@]}"; do
   echo "$p: cpu records (cumulative throttling) of the last epoch:"
