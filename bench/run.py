@@ -131,7 +131,8 @@ def bench_engine(run):
         j = run.json(argv)
         fields = {k: j[k] for k in ("threads", "images_per_s", "gflops", "peak_fraction",
                                     "peak_fraction_cpu", "peak_gflops_per_core",
-                                    "peak_gflops_per_cpu_s", "step_ms_median")}
+                                    "peak_gflops_per_cpu_s", "step_ms_median",
+                                    "train_mflop_per_sample")}
         out.append(run.record("engine-train", command_text(argv), fields, load))
     return out
 
