@@ -168,9 +168,10 @@ def stale(record, name):
     return not commit or commit == "unknown" or bool(changed_since(commit, CODE[name]))
 
 
-def as_measured(text, record, name):
-    """A README answer from a benchmark record, marked where the record is stale."""
-    return text + ("; measured on older code, see the page" if stale(record, name) else "")
+def as_measured(text, name, *records):
+    """A README answer from benchmark records of study `name`, marked where one is stale."""
+    stale_one = any(stale(r, name) for r in records)
+    return text + ("; measured on older code, see the page" if stale_one else "")
 
 
 def changed_since(commit, paths):
@@ -1025,7 +1026,6 @@ def readme_rows():
         return r["summary"]["epochs"][-1]["test_acc"]
 
     torch_ratio, torch_ideal = speedups()
-    torch_stale = any(stale(r, "pytorch-speed") for r in speed if r["case"] != "overhead")
     seeds = sorted({c["seed"] for c in conv_torch})
     torch_diff = [(torch_final("dbs", s) - torch_final("static", s)) * 100 for s in seeds]
     shm_asleep, shm_spin = values(shm, "asleep_median_us"), values(shm, "spinning_median_us")
@@ -1052,17 +1052,17 @@ def readme_rows():
         ("How exact is replay?",
          as_measured(f"within {max(abs(replay_error(r)) for r in own):.1f}% of the recorded "
                      f"totals; {thousands(big['ranks'])} ranks × {big['epochs']} epochs in "
-                     f"{big['wall_s']:.2f} s", big, "replay-1000-ranks"), "replay"),
+                     f"{big['wall_s']:.2f} s", "replay-1000-ranks", big), "replay"),
         ("How much can the daemon take?",
          as_measured(f"{sig3(load['reports_per_s'])} reports/s, p99 {ms(load['p99_ms'])} ms (256 "
-                     "agents, in memory)", load, "scheduler-load"), "scheduler-load"),
+                     "agents, in memory)", "scheduler-load", load), "scheduler-load"),
         ("How fast is the training engine?",
          as_measured(f"{thousands(engine['images_per_s'])} img/s on 1 thread, "
-                     f"{engine['peak_fraction']:.2f} of the FMA peak", engine, "engine-train"),
+                     f"{engine['peak_fraction']:.2f} of the FMA peak", "engine-train", engine),
          "engine"),
         ("Does the exchange cost a quota-held node?",
          as_measured(f"asleep {span(shm_asleep, lambda v: f'{v:.0f}')} µs a call, {as_spinning}",
-                     shm, "exchange-shm") + f"; over TCP {tcp_ms} ms at 200 Mbit/s", "exchange"),
+                     "exchange-shm", shm) + f"; over TCP {tcp_ms} ms at 200 Mbit/s", "exchange"),
         ("Scaling with workers and batch",
          f"2 ranks {span(two, x2, '×')} one rank; beyond 2, a prediction", "scaling"),
         ("The large-batch recipe at 8,192",
@@ -1076,8 +1076,8 @@ def readme_rows():
         ("`dbs.torch` in a PyTorch DDP script, one of 2 ranks a third as fast",
          f"{span(torch_ratio, x2, '×')} faster than plain DDP (CPU quota or slowed ×3, 3 runs "
          "each), "
-         f"{span(torch_ideal, x3, '×')} the ideal"
-         + ("; measured on older code, see the page" if torch_stale else "") + "; test accuracy "
+         + as_measured(f"{span(torch_ideal, x3, '×')} the ideal", "pytorch-speed",
+                       *[r for r in speed if r["case"] != "overhead"]) + "; test accuracy "
          f"{abs(statistics.mean(torch_diff)):.2f} points "
          f"{'below' if statistics.mean(torch_diff) < 0 else 'above'} plain DDP on the mean of "
          f"{len(seeds)} seeds (per seed {min(torch_diff):+.2f} to {max(torch_diff):+.2f})"
