@@ -71,15 +71,14 @@ exchange="overlap (default across hosts)"
 [[ " $* " == *" --no-overlap "* ]] && exchange=plain
 DBS_QUOTAS=$(IFS=/; echo "${quotas[*]}") DBS_RATES=$RATES DBS_EXCHANGE=$exchange \
   DBS_COMMAND="DBS_POLICIES='${POLICIES[*]}' lab/experiments/cluster_heterogeneity.sh ${args[*]}" \
-  DBS_COMMIT=$(git -C "$DBS_ROOT" rev-parse HEAD 2>/dev/null || echo unknown) \
   python3 - "$(IFS=,; echo "${POLICIES[*]}")" "$DIR" "${v[@]}" <<'PY'
-import datetime, json, os, re, sys
+import json, os, re, sys
+sys.path.insert(0, os.path.join(os.environ["DBS_ROOT"], "bench"))
+import records  # the date and commit a record carries, as every study's
 policies, d = sys.argv[1].split(","), sys.argv[2]
 runs = [json.load(open(f"{d}/{p}.json")) for p in policies]
 v = [float(x) for x in sys.argv[3:]]
-record = {"study": "cluster-bed",
-          "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-          "commit": os.environ["DBS_COMMIT"],
+record = {"study": "cluster-bed", "date": records.now_utc(), "commit": records.commit(),
           # "quotas 1.0/0.5/0.25, 1 Gbit/s" (tc's "1gbit" as the page writes it)
           "case": f"quotas {os.environ['DBS_QUOTAS']}, " + re.sub(
               r"(\d+)([gmk])bit", lambda m: f"{m[1]} {m[2].upper()}bit/s", os.environ["DBS_RATES"]),
