@@ -1,6 +1,7 @@
 #include "scheduler/serve/process.h"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,7 +41,12 @@ std::optional<ProcessStats> read_process_stats() {
   }
   const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   ProcessStats p;
-  p.cpu_seconds = (utime + stime) / ticks;
+  // The process's CPU clock counts nanoseconds; utime + stime count ticks (10 ms), and a daemon
+  // that has served a small job in under a tick would show 0.
+  timespec cpu{};
+  p.cpu_seconds = ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0
+                      ? static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec)
+                      : (utime + stime) / ticks;
   p.start_time_seconds = boot + start / ticks;
   p.virtual_bytes = vsize;
   p.resident_bytes = rss * static_cast<double>(::sysconf(_SC_PAGESIZE));
