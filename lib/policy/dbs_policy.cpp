@@ -35,10 +35,13 @@
 // fit are costed b / v_i. The plan is water_fill's (equal predicted step time, bounds, sum B
 // exactly) and T(b) = max_i t_i(b_i) + c, where c, the allreduce without waiting, is the least
 // comm_s per step any rank reported (the last to arrive hardly waits). The gain gate needs
-// gain >= max(min_gain, kNoiseSigmas * the largest noise(i)): where the model is unsure the
-// plan stays (no oscillation on noisy steps), except right after a change of speed, when
-// min_gain alone decides (a real change is followed at once); the noise term is capped at
-// kMaxNoiseGate, so a large imbalance is corrected even on very noisy steps.
+// gain >= max(min_gain, k(n) * the largest noise(i)): where the model is unsure the plan stays
+// (no oscillation on noisy steps), except right after a change of speed, when min_gain alone
+// decides (a real change is followed at once); the noise term is capped at kMaxNoiseGate, so a
+// large imbalance is corrected even on very noisy steps. k(n): re-planning n ranks' noisy
+// estimates "gains" about the largest of their errors, which grows with n (about sqrt(2 ln n)
+// standard errors), so k(n) is the level the largest of n errors passes as rarely as the
+// largest of kFewRanks passes kNoiseSigmas (7%): 2 up to 3 ranks, 3.1 at 64, 3.5 at 256.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +58,13 @@ namespace {
 constexpr double kDrop = 0.8;          // aggregate rate below kDrop * v_i is a suspected stall
 constexpr double kNoiseSigmas = 2;     // the gain must exceed this many relative standard errors
 constexpr double kMaxNoiseGate = 0.1;  // ... but a predicted gain of 10% is always taken
+constexpr int kFewRanks = 3;           // ... kNoiseSigmas holds for this many ranks
+
+// k(n) of the gain gate (see the top).
+double noise_sigmas(int world) {
+  const double rate = kFewRanks * std::erfc(kNoiseSigmas / std::sqrt(2.0)) / 2;
+  return std::max(kNoiseSigmas, family_sigmas(std::max(world, 1), rate, false));
+}
 // state() = {version, v_0..v_{n-1}, last_0..last_{n-1}, CostEstimator state}; version 1 had
 // no estimator state.
 constexpr double kStateVersion = 2;
@@ -87,7 +97,8 @@ class Dbs : public Policy {
         world_(world),
         estimate_(static_cast<std::size_t>(world), 0.0),
         last_(static_cast<std::size_t>(world), 0.0),
-        cost_(world) {}
+        cost_(world),
+        noise_sigmas_(noise_sigmas(world)) {}
 
   std::string name() const override { return cost_model_ ? "dbs" : "dbs-rate"; }
 
@@ -286,7 +297,7 @@ class Dbs : public Policy {
                  after = step_time(costs, proposal, comm);
     const double gain = (before - after) / before;
     const double need =
-        changed.empty() ? std::max(config_.min_gain, std::min(kNoiseSigmas * noise, kMaxNoiseGate))
+        changed.empty() ? std::max(config_.min_gain, std::min(noise_sigmas_ * noise, kMaxNoiseGate))
                         : config_.min_gain;
     if (proposal == current.batch) {
       p.reason = "kept: already balanced, predicted " + epoch_time(after);
@@ -335,6 +346,7 @@ class Dbs : public Policy {
   std::vector<double> estimate_;  // v_i, samples/s; 0 = none yet
   std::vector<double> last_;      // r_i of the last epoch rank i reported, samples/s; 0 = none
   CostEstimator cost_;
+  double noise_sigmas_;  // k(n) of the gain gate
 };
 
 }  // namespace

@@ -8,6 +8,25 @@
 
 namespace dbs::policy::detail {
 
+double family_sigmas(int n, double rate, bool two_sided) {
+  DBS_CHECK(n >= 1 && rate > 0 && rate < 1);
+  // P(Z > k) = erfc(k / sqrt 2) / 2, decreasing in k: bisect n * P = rate on [0, 40].
+  const auto tail = [&](double k) {
+    return n * std::erfc(k / std::sqrt(2.0)) * (two_sided ? 1.0 : 0.5);
+  };
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (tail(mid) > rate ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+double CostEstimator::sigmas(int world) {
+  const double rate = kFewRanks * std::erfc(kSigmas / std::sqrt(2.0));
+  return std::max(kSigmas, family_sigmas(std::max(world, 1), rate, true));
+}
+
 std::optional<Cost> CostEstimator::fit(const History& h) {
   std::vector<Sample> all, firm;
   for (const Point& p : h) {
@@ -16,6 +35,20 @@ std::optional<Cost> CostEstimator::fit(const History& h) {
     if (p.weight >= kFirmWeight) firm.push_back(all.back());
   }
   const std::vector<Sample>& use = firm.empty() ? all : firm;
+  // Batch sizes close together (small re-plans of a rank, common among many ranks) cannot pin
+  // a line: its slope is their noise over their spread, and a slope near 0 would make the rank
+  // look free per sample and be given far more than it has ever run. Under kMinSpread of the
+  // largest, the rank is costed in proportion, through the points' weighted mean.
+  double lo = 0, hi = 0, sw = 0, swb = 0, swt = 0;
+  for (const Sample& s : use) {
+    lo = lo == 0 ? s.batch : std::min(lo, s.batch);
+    hi = std::max(hi, s.batch);
+    sw += s.weight, swb += s.weight * s.batch, swt += s.weight * s.mean_s;
+  }
+  if (hi > 0 && hi - lo < kMinSpread * hi) {
+    if (!(swt > 0) || !(swb > 0)) return std::nullopt;
+    return Cost{0.0, swt / swb};
+  }
   std::optional<Cost> c = fit_samples(use);
   // fit_samples falls back to a line through the origin when its line over several batch sizes
   // has alpha < 0 or beta <= 0. Then the points disagree: the speed moved between the epochs
@@ -85,7 +118,7 @@ void CostEstimator::observe(const std::vector<Report>& by, std::vector<int>& cha
       if (same != nullptr) se2 += same->var / same->weight;
       const double min_change = same != nullptr ? kMinChange : kMinChangeExtrapolated;
       const double diff = std::abs(main.mean_s - predicted);
-      if (diff > kSigmas * std::sqrt(se2) && diff > min_change * predicted && predicted > 0) {
+      if (diff > sigmas_ * std::sqrt(se2) && diff > min_change * predicted && predicted > 0) {
         // A slower or faster CPU scales fixed and per-sample work alike: the old points,
         // scaled by the change, stay as a weak prior (weight <= kPriorWeight) for the batch
         // sizes this epoch did not measure.
