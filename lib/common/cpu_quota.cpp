@@ -23,7 +23,7 @@ std::optional<CpuQuota> read_v1(const std::string& dir) {
   if (!(q >> quota_us) || !(p >> period_us) || period_us <= 0) return std::nullopt;
   CpuQuota out;
   out.cores = quota_us > 0 ? quota_us / period_us : 0;
-  out.period_s = period_us * 1e-6;
+  out.period_s = period_us / 1e6;
   out.nr_throttled = stat_value(dir + "/cpu.stat", "nr_throttled");
   out.throttled_s = static_cast<double>(stat_value(dir + "/cpu.stat", "throttled_time")) * 1e-9;
   if (out.nr_throttled < 0) return std::nullopt;
@@ -37,7 +37,7 @@ std::optional<CpuQuota> read_v2(const std::string& dir) {
   if (!(m >> quota >> period_us) || period_us <= 0) return std::nullopt;
   CpuQuota out;
   out.cores = quota == "max" ? 0 : std::stod(quota) / period_us;
-  out.period_s = period_us * 1e-6;
+  out.period_s = period_us / 1e6;
   out.nr_throttled = stat_value(dir + "/cpu.stat", "nr_throttled");
   out.throttled_s = static_cast<double>(stat_value(dir + "/cpu.stat", "throttled_usec")) * 1e-6;
   if (out.nr_throttled < 0) return std::nullopt;

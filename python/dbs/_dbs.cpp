@@ -246,6 +246,16 @@ PYBIND11_MODULE(_dbs, m) {
         "seconds, compute seconds), as dbs::Meter takes them.");
   m.def("cpu_quota", &cpu_quota,
         "Cores of this process's cgroup CPU quota (0 = none or unreadable).");
+  m.def(
+      "cpu_quota_state",
+      []() -> std::optional<std::tuple<double, double, std::int64_t, double>> {
+        const std::optional<dbs::CpuQuota> q = dbs::read_cpu_quota();
+        if (!q) return std::nullopt;
+        return std::make_tuple(q->cores, q->period_s, q->nr_throttled, q->throttled_s);
+      },
+      "This process's cgroup CPU quota and counters as (cores, period_s, nr_throttled, "
+      "throttled_s): cores 0 = no quota; the counters since the cgroup's creation. None where "
+      "they cannot be read.");
   py::class_<dbs::SustainedTime>(
       m, "SustainedTime",
       "A quota-held rank's work time, stretch after stretch, at the rate its quota of `cores` "

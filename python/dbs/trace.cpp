@@ -47,6 +47,7 @@ class TraceWriter {
   void timing(std::int64_t epoch, int rank, const dbs::trace::Timing& t) {
     open().write(dbs::trace::to_json(dbs::trace::TimingRecord{epoch, rank, t}));
   }
+  void cpu(const dbs::trace::CpuRecord& r) { open().write(dbs::trace::to_json(r)); }
   // The eval record of the epoch of `reports` (one per rank, in rank order): wall_s its
   // training time, busy_s per rank the seconds it worked (busy and busy_ideal_s as the agent
   // writes them).
@@ -101,8 +102,14 @@ void bind_trace(py::module_& m) {
           "timing",
           [](TraceWriter& w, std::int64_t epoch, int rank, std::int64_t steps, double wall_s,
              double process_cpu_s, double gather_s, double compute_s, double allreduce_s,
-             double update_s, double sleep_s, double busy_s) {
+             double update_s, double sleep_s, double busy_s, double quota_cores,
+             std::int64_t nr_throttled, double throttled_s) {
             dbs::trace::Timing t;
+            if (nr_throttled >= 0) {
+              t.quota_cores = quota_cores;
+              t.nr_throttled = nr_throttled;
+              t.throttled_s = throttled_s;
+            }
             t.steps = steps;
             t.wall_s = wall_s;
             t.process_cpu_s = process_cpu_s;
@@ -117,8 +124,22 @@ void bind_trace(py::module_& m) {
           py::arg("epoch"), py::arg("rank"), py::kw_only(), py::arg("steps"), py::arg("wall_s"),
           py::arg("process_cpu_s"), py::arg("gather_s") = 0.0, py::arg("compute_s"),
           py::arg("allreduce_s"), py::arg("update_s"), py::arg("sleep_s"), py::arg("busy_s"),
+          py::arg("quota_cores") = 0.0, py::arg("nr_throttled") = -1,
+          py::arg("throttled_s") = 0.0,
           "A timing record of one rank's epoch: wall seconds of each phase summed over its "
-          "steps (no CPU time per phase).")
+          "steps (no CPU time per phase); with nr_throttled >= 0 also its cgroup's CPU quota "
+          "in cores and the periods and seconds it was throttled during the epoch.")
+      .def(
+          "cpu",
+          [](TraceWriter& w, std::int64_t epoch, int rank, const std::string& host,
+             double quota_cores, std::int64_t nr_throttled, double throttled_s, double period_s) {
+            w.cpu({epoch, rank, host, quota_cores, nr_throttled, throttled_s, period_s});
+          },
+          py::arg("epoch"), py::arg("rank"), py::kw_only(), py::arg("host"),
+          py::arg("quota_cores"), py::arg("nr_throttled"), py::arg("throttled_s"),
+          py::arg("period_s"),
+          "A cpu record: a rank's cgroup CPU quota (cores, 0 = none) and period, and its "
+          "throttled periods and seconds since the cgroup's creation, at the end of an epoch.")
       .def("eval", &TraceWriter::eval, py::arg("reports"), py::arg("wall_s"), py::arg("busy_s"),
            py::arg("replans"),
            "The eval record of the epoch of `reports` (every rank's): its training time wall_s "

@@ -11,10 +11,16 @@
    replay reads each and replays the recorded policy to the recorded total within 1% (or
    2 ms: the runs last a few tens of ms).
 3. A trace that cannot be written (its folder under a regular file): dbs.ConfigError on both
-   ranks before training, naming the file, and nothing written."""
+   ranks before training, naming the file, and nothing written.
+4. A rank held to a CPU quota (root and a cgroup v1 cpu controller; skipped with the reason
+   where either is missing): rank 1 moved into a cgroup of 0.5 cores in 100 ms periods; every
+   epoch has a cpu record of rank 1 with that quota and period and its cumulative throttling
+   (as dbs-agent writes them), rank 1's timing records carry the quota, and replay runs rank 1
+   held to 50% of full speed in 100 ms periods."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,6 +31,7 @@ import harness  # noqa: E402
 harness.skip_unless_ready()
 
 WORKER = os.path.join(harness.ROOT, "tests/python/worker.py")
+V1_CPU = "/sys/fs/cgroup/cpu"
 blocks = harness.guide_blocks("docs/guides/pytorch.md", "tests/python/trace_test.py")
 harness.check(len(blocks) == 1 and "--trace out/run.jsonl" in blocks[0]
               and "replay out/run.jsonl --compare dbs,static" in blocks[0],
@@ -45,6 +52,58 @@ def replay_json(path):
     harness.check(p.returncode == 0, f"dbs-scheduler replay {path} reads the trace"
                   + ("" if p.returncode == 0 else f"\n{p.stderr[-2000:]}"))
     return json.loads(p.stdout)
+
+
+def own_v1_cpu_cgroup():
+    """This process's cgroup v1 cpu directory, or None where there is no v1 cpu controller."""
+    if not os.path.exists(os.path.join(V1_CPU, "cpu.cfs_quota_us")):
+        return None
+    for line in open("/proc/self/cgroup"):
+        _, controllers, path = line.rstrip("\n").split(":", 2)
+        if "cpu" in controllers.split(","):
+            return V1_CPU + path.rstrip("/")
+    return None
+
+
+def quota_cgroup(home):
+    """Part 4: a trace of Balancer(trace=...) with rank 1 held to 0.5 cores."""
+    parent = own_v1_cpu_cgroup()
+    if os.geteuid() != 0 or parent is None:
+        print("skipped part 4 (a rank under a CPU quota): "
+              + ("not root" if os.geteuid() != 0 else f"no cgroup v1 cpu controller at {V1_CPU}"))
+        return
+    group = os.path.join(parent, f"dbs-trace-test-{os.getpid()}")
+    os.mkdir(group)
+    try:
+        for name, value in (("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", 50000)):
+            with open(os.path.join(group, name), "w") as f:
+                f.write(str(value))
+        path = os.path.join(home, "quota", "bal.jsonl")
+        rc, out, err = harness.ranks(WORKER, "trace", "dbs", path, group)
+        harness.check(rc == 0, f"worker.py trace dbs with rank 1 in {group}: exit {rc}\n"
+                      + err[-3000:])
+    finally:
+        os.rmdir(group)  # empty: its one process, rank 1, has exited
+    _, recs = records(path)
+    cpu = [r for r in recs if r["type"] == "cpu" and r["rank"] == 1]
+    harness.check([r["epoch"] for r in cpu] == [1, 2, 3]
+                  and all(r["quota_cores"] == 0.5 and r["period_s"] == 0.1
+                          and r["nr_throttled"] >= 0 and r["throttled_s"] >= 0
+                          and r["host"] for r in cpu)
+                  and all(a["nr_throttled"] <= b["nr_throttled"] for a, b in zip(cpu, cpu[1:])),
+                  f"a cpu record of rank 1 in every epoch: 0.5 cores in 100 ms periods, its "
+                  f"throttling cumulative: {cpu}")
+    timing = [r for r in recs if r["type"] == "timing" and r["rank"] == 1]
+    harness.check(len(timing) == 3 and all(t.get("quota_cores") == 0.5
+                                           and t.get("nr_throttled", -1) >= 0 for t in timing),
+                  f"rank 1's timing records carry its quota and the epoch's throttling: {timing}")
+    p = subprocess.run([harness.SCHEDULER, "replay", path], capture_output=True, text=True,
+                       timeout=120)
+    held = [line for line in p.stdout.splitlines() if "held by its CPU quota" in line]
+    harness.check(p.returncode == 0 and len(held) == 1 and "rank 1" in held[0]
+                  and re.search(r"to 50% of full speed in 100(\.0+)? ms periods", held[0]),
+                  f"replay runs rank 1 held by its quota: exit {p.returncode}\n{p.stdout[-2500:]}"
+                  f"{p.stderr[-1500:]}")
 
 
 with tempfile.TemporaryDirectory(prefix="dbs-trace-") as home:
@@ -113,3 +172,5 @@ with tempfile.TemporaryDirectory(prefix="dbs-trace-") as home:
                   f"an unwritable trace: dbs.ConfigError on both ranks naming it\n"
                   + "\n".join(lines) + f"\n{err[-1500:]}")
     harness.check(not os.path.exists(os.path.dirname(bad)), "nothing was written")
+
+    quota_cgroup(home)

@@ -17,9 +17,11 @@
                                    and goes on with the next case
   worker.py bad-daemon HOST:PORT   every case of BAD_DAEMON in turn the same way, planned by
                                    the daemon at HOST:PORT (job py-bad)
-  worker.py trace POLICY PATH      Balancer(policy=POLICY, trace=PATH), 3 epochs; a
+  worker.py trace POLICY PATH [CGROUP]
+                                   Balancer(policy=POLICY, trace=PATH), 3 epochs; a
                                    dbs.ConfigError of the constructor printed as "trace: Type:
-                                   message" (exit 0)
+                                   message" (exit 0); with CGROUP (a CPU cgroup's directory)
+                                   rank 1 first moves itself into it
   worker.py foreign HOST:PORT EPOCHS
                                    job py-foreign planned by the (fake) daemon at HOST:PORT:
                                    prints "epoch E: Type: message" for an exception of
@@ -28,6 +30,7 @@
 """
 
 import json
+import os
 import sys
 import time
 
@@ -332,7 +335,12 @@ def bad_each(cases, scheduler="", run=bad):
             print(f"{case}: {type(e).__name__}{also}: {e}", flush=True)
 
 
-def trace(policy, path):
+def trace(policy, path, cgroup=""):
+    """Balancer(trace=path) over 3 epochs; with `cgroup` (a CPU cgroup's directory), rank 1
+    first moves itself into it, held to that cgroup's quota."""
+    if cgroup and dist.get_rank() == 1:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
     ddp = DistributedDataParallel(model())
     train = data()
     try:
@@ -390,7 +398,7 @@ if __name__ == "__main__":
     elif mode == "bad":
         bad_each(BAD_EMBEDDED)
     elif mode == "trace":
-        trace(rest[0], rest[1])
+        trace(*rest)
     elif mode == "foreign":
         foreign(rest[0], int(rest[1]))
     else:

@@ -10,7 +10,11 @@ backward (and an injected slowdown, also in `sleep_s`), `allreduce` the gradient
 the wait for the other ranks, `update` the rest of each step's work (the optimizer update,
 loading the batch and the loop's own code: dbs.torch sees them as one; `gather` stays 0), and
 `busy_s` the work, all wall seconds (no per-phase CPU time); `wall_s` and `process_cpu_s` run
-from the opening of the epoch's first step to the end of its last allreduce.
+from the opening of the epoch's first step to the end of its last allreduce. A rank whose cgroup
+has a CPU quota or was ever throttled also gets, per epoch, a cpu record (its quota, the quota's
+period, its cumulative throttling) and its timing record the quota and the throttling since the
+previous epoch's end (or the trace's opening), as dbs-agent writes them: replay runs a rank held
+below its threads in the quota's periods.
 
 Every method is called on every rank alike (the collectives say so); only rank 0 writes.
 """
@@ -44,6 +48,7 @@ class Recorder:
         if error:
             raise dbs.ConfigError(f"dbs.torch: trace {self.path} (written by rank 0): {error}")
         self.on = bool(self.path)
+        self._cpu0 = None  # this rank's cpu_quota_state() at the last epoch's end
 
     def open(self, settings, plan, run, append=False):
         """Starts the trace: the header (settings, world, and `run`: what the recorder knows,
@@ -51,6 +56,7 @@ class Recorder:
         append, continues the trace of a resumed run instead (nothing written here)."""
         if not self.on:
             return
+        self._cpu0 = _dbs.cpu_quota_state()
         self.hosts = [None] * self.world
         dist.all_gather_object(self.hosts, socket.gethostname(), group=self.group)
         config = json.dumps(dict(run, hosts=self.hosts))
@@ -75,9 +81,12 @@ class Recorder:
         flushes. A write that fails (a full disk) raises dbs.InputError on every rank."""
         if not self.on:
             return
-        timings = [None] * self.world
-        dist.all_gather_object(timings, timing, group=self.group)
-        self._on_rank0(lambda: self._write_epoch(reports, timings, next_plan, source, replans),
+        cpu = _dbs.cpu_quota_state()
+        mine = (timing, cpu, self._cpu0)
+        self._cpu0 = cpu
+        every = [None] * self.world
+        dist.all_gather_object(every, mine, group=self.group)
+        self._on_rank0(lambda: self._write_epoch(reports, every, next_plan, source, replans),
                        dbs.InputError)
 
     def _on_rank0(self, write, kind):
@@ -93,17 +102,26 @@ class Recorder:
         if verdict[0]:
             raise kind(f"dbs.torch: trace {self.path} (written by rank 0): {verdict[0]}")
 
-    def _write_epoch(self, reports, timings, next_plan, source, replans):
+    def _write_epoch(self, reports, every, next_plan, source, replans):
         for rep in reports:
             self._writer.rank(rep, self.hosts[rep.rank])
-        for r, t in enumerate(timings):
+        for r, (t, cpu, cpu0) in enumerate(every):
+            quota = {}
+            if cpu is not None:  # (cores, period_s, nr_throttled, throttled_s)
+                before = cpu0 or (cpu[0], cpu[1], 0, 0.0)
+                quota = dict(quota_cores=cpu[0], nr_throttled=max(0, cpu[2] - before[2]),
+                             throttled_s=max(0.0, cpu[3] - before[3]))
             self._writer.timing(reports[r].epoch, r, steps=t["steps"], wall_s=t["wall_s"],
                                 process_cpu_s=t["process_cpu_s"], compute_s=t["compute_s"],
                                 allreduce_s=t["comm_s"],
                                 update_s=max(0.0, t["work_s"] - t["compute_s"]),
-                                sleep_s=t["sleep_s"], busy_s=t["work_s"])
-        wall = max(t["wall_s"] for t in timings)
-        self._writer.eval(reports, wall, [t["work_s"] for t in timings], int(replans))
+                                sleep_s=t["sleep_s"], busy_s=t["work_s"], **quota)
+        for r, (_, cpu, _) in enumerate(every):  # as dbs-agent: none on unlimited ranks
+            if cpu is not None and (cpu[0] > 0 or cpu[2] > 0):
+                self._writer.cpu(reports[r].epoch, r, host=self.hosts[r], quota_cores=cpu[0],
+                                 nr_throttled=cpu[2], throttled_s=cpu[3], period_s=cpu[1])
+        wall = max(t["wall_s"] for t, _, _ in every)
+        self._writer.eval(reports, wall, [t["work_s"] for t, _, _ in every], int(replans))
         self._writer.plan(next_plan, 0, source)
         self._writer.flush()
 
