@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -82,8 +83,15 @@ def quota_cgroup(home):
         rc, out, err = harness.ranks(WORKER, "trace", "dbs", path, group)
         harness.check(rc == 0, f"worker.py trace dbs with rank 1 in {group}: exit {rc}\n"
                       + err[-3000:])
-    finally:
-        os.rmdir(group)  # empty: its one process, rank 1, has exited
+    finally:  # empty once rank 1 has exited and been reaped (harness.ranks waits for it)
+        for _ in range(50):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            print(f"warning: could not remove the cgroup {group}", file=sys.stderr)
     _, recs = records(path)
     cpu = [r for r in recs if r["type"] == "cpu" and r["rank"] == 1]
     harness.check([r["epoch"] for r in cpu] == [1, 2, 3]
