@@ -124,8 +124,7 @@ void bind_trace(py::module_& m) {
           py::arg("epoch"), py::arg("rank"), py::kw_only(), py::arg("steps"), py::arg("wall_s"),
           py::arg("process_cpu_s"), py::arg("gather_s") = 0.0, py::arg("compute_s"),
           py::arg("allreduce_s"), py::arg("update_s"), py::arg("sleep_s"), py::arg("busy_s"),
-          py::arg("quota_cores") = 0.0, py::arg("nr_throttled") = -1,
-          py::arg("throttled_s") = 0.0,
+          py::arg("quota_cores") = 0.0, py::arg("nr_throttled") = -1, py::arg("throttled_s") = 0.0,
           "A timing record of one rank's epoch: wall seconds of each phase summed over its "
           "steps (no CPU time per phase); with nr_throttled >= 0 also its cgroup's CPU quota "
           "in cores and the periods and seconds it was throttled during the epoch.")
@@ -135,9 +134,8 @@ void bind_trace(py::module_& m) {
              double quota_cores, std::int64_t nr_throttled, double throttled_s, double period_s) {
             w.cpu({epoch, rank, host, quota_cores, nr_throttled, throttled_s, period_s});
           },
-          py::arg("epoch"), py::arg("rank"), py::kw_only(), py::arg("host"),
-          py::arg("quota_cores"), py::arg("nr_throttled"), py::arg("throttled_s"),
-          py::arg("period_s"),
+          py::arg("epoch"), py::arg("rank"), py::kw_only(), py::arg("host"), py::arg("quota_cores"),
+          py::arg("nr_throttled"), py::arg("throttled_s"), py::arg("period_s"),
           "A cpu record: a rank's cgroup CPU quota (cores, 0 = none) and period, and its "
           "throttled periods and seconds since the cgroup's creation, at the end of an epoch.")
       .def("eval", &TraceWriter::eval, py::arg("reports"), py::arg("wall_s"), py::arg("busy_s"),
