@@ -58,13 +58,6 @@ namespace {
 constexpr double kDrop = 0.8;          // aggregate rate below kDrop * v_i is a suspected stall
 constexpr double kNoiseSigmas = 2;     // the gain must exceed this many relative standard errors
 constexpr double kMaxNoiseGate = 0.1;  // ... but a predicted gain of 10% is always taken
-constexpr int kFewRanks = 3;           // ... kNoiseSigmas holds for this many ranks
-
-// k(n) of the gain gate (see the top).
-double noise_sigmas(int world) {
-  const double rate = kFewRanks * std::erfc(kNoiseSigmas / std::sqrt(2.0)) / 2;
-  return std::max(kNoiseSigmas, family_sigmas(std::max(world, 1), rate, false));
-}
 // state() = {version, v_0..v_{n-1}, last_0..last_{n-1}, CostEstimator state}; version 1 had
 // no estimator state.
 constexpr double kStateVersion = 2;
@@ -98,7 +91,7 @@ class Dbs : public Policy {
         estimate_(static_cast<std::size_t>(world), 0.0),
         last_(static_cast<std::size_t>(world), 0.0),
         cost_(world),
-        noise_sigmas_(noise_sigmas(world)) {}
+        noise_sigmas_(sigmas_for_ranks(kNoiseSigmas, world, false)) {}
 
   std::string name() const override { return cost_model_ ? "dbs" : "dbs-rate"; }
 

@@ -22,9 +22,13 @@ double family_sigmas(int n, double rate, bool two_sided) {
   return hi;
 }
 
+double sigmas_for_ranks(double k, int n, bool two_sided) {
+  const double rate = kFewRanks * std::erfc(k / std::sqrt(2.0)) * (two_sided ? 1.0 : 0.5);
+  return std::max(k, family_sigmas(std::max(n, 1), rate, two_sided));
+}
+
 double CostEstimator::sigmas(int world) {
-  const double rate = kFewRanks * std::erfc(kSigmas / std::sqrt(2.0));
-  return std::max(kSigmas, family_sigmas(std::max(world, 1), rate, true));
+  return sigmas_for_ranks(kSigmas, world, true);
 }
 
 std::optional<Cost> CostEstimator::fit(const History& h) {
@@ -39,11 +43,11 @@ std::optional<Cost> CostEstimator::fit(const History& h) {
   // a line: its slope is their noise over their spread, and a slope near 0 would make the rank
   // look free per sample and be given far more than it has ever run. Under kMinSpread of the
   // largest, the rank is costed in proportion, through the points' weighted mean.
-  double lo = 0, hi = 0, sw = 0, swb = 0, swt = 0;
+  double lo = 0, hi = 0, swb = 0, swt = 0;
   for (const Sample& s : use) {
     lo = lo == 0 ? s.batch : std::min(lo, s.batch);
     hi = std::max(hi, s.batch);
-    sw += s.weight, swb += s.weight * s.batch, swt += s.weight * s.mean_s;
+    swb += s.weight * s.batch, swt += s.weight * s.mean_s;
   }
   if (hi > 0 && hi - lo < kMinSpread * hi) {
     if (!(swt > 0) || !(swb > 0)) return std::nullopt;

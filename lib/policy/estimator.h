@@ -46,7 +46,6 @@ class CostEstimator {
   static constexpr int kPoints = 4;
   static constexpr double kKeep = 0.75;
   static constexpr double kSigmas = 4;
-  static constexpr int kFewRanks = 3;
   static constexpr double kMinChange = 0.08;
   static constexpr double kMinChangeExtrapolated = 0.25;
   static constexpr double kFirmWeight = 2;
@@ -90,5 +89,11 @@ class CostEstimator {
 // within +-k (two-sided) except with probability `rate`, by Bonferroni's bound:
 // n * P(Z > k) = rate, or n * P(|Z| > k) = rate.
 double family_sigmas(int n, double rate, bool two_sided);
+
+// The policy's thresholds in standard errors, k, suit a few ranks (kFewRanks). For n ranks:
+// the level the largest of n errors passes as rarely as the largest of kFewRanks passes k
+// (family_sigmas), and never below k.
+constexpr int kFewRanks = 3;
+double sigmas_for_ranks(double k, int n, bool two_sided);
 
 }  // namespace dbs::policy::detail
