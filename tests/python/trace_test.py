@@ -12,8 +12,8 @@
    2 ms: the runs last a few tens of ms).
 3. A trace that cannot be written (its folder under a regular file): dbs.ConfigError on both
    ranks before training, naming the file, and nothing written.
-4. A rank held to a CPU quota (root and a cgroup v1 cpu controller; skipped with the reason
-   where either is missing): rank 1 moved into a cgroup of 0.5 cores in 100 ms periods; every
+4. A rank held to a CPU quota (root and a writable CPU cgroup, the PyTorch studies' CpuCgroup;
+   skipped with the reason where either is missing): rank 1 moved into a cgroup of 0.5 cores in 100 ms periods; every
    epoch has a cpu record of rank 1 with that quota and period and its cumulative throttling
    (as dbs-agent writes them), rank 1's timing records carry the quota, and replay runs rank 1
    held to 50% of full speed in 100 ms periods."""
@@ -24,15 +24,16 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
+sys.path.insert(0, os.path.join(harness.ROOT, "lab", "experiments"))
+import pytorch_common  # noqa: E402  (its CpuCgroup: the studies' quota cgroup)
+
 harness.skip_unless_ready()
 
 WORKER = os.path.join(harness.ROOT, "tests/python/worker.py")
-V1_CPU = "/sys/fs/cgroup/cpu"
 blocks = harness.guide_blocks("docs/guides/pytorch.md", "tests/python/trace_test.py")
 harness.check(len(blocks) == 1 and "--trace out/run.jsonl" in blocks[0]
               and "replay out/run.jsonl --compare dbs,static" in blocks[0],
@@ -55,43 +56,23 @@ def replay_json(path):
     return json.loads(p.stdout)
 
 
-def own_v1_cpu_cgroup():
-    """This process's cgroup v1 cpu directory, or None where there is no v1 cpu controller."""
-    if not os.path.exists(os.path.join(V1_CPU, "cpu.cfs_quota_us")):
-        return None
-    for line in open("/proc/self/cgroup"):
-        _, controllers, path = line.rstrip("\n").split(":", 2)
-        if "cpu" in controllers.split(","):
-            return V1_CPU + path.rstrip("/")
-    return None
-
-
 def quota_cgroup(home):
     """Part 4: a trace of Balancer(trace=...) with rank 1 held to 0.5 cores."""
-    parent = own_v1_cpu_cgroup()
-    if os.geteuid() != 0 or parent is None:
-        print("skipped part 4 (a rank under a CPU quota): "
-              + ("not root" if os.geteuid() != 0 else f"no cgroup v1 cpu controller at {V1_CPU}"))
+    if os.geteuid() != 0:
+        print("skipped part 4 (a rank under a CPU quota): not root")
         return
-    group = os.path.join(parent, f"dbs-trace-test-{os.getpid()}")
-    os.mkdir(group)
     try:
-        for name, value in (("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", 50000)):
-            with open(os.path.join(group, name), "w") as f:
-                f.write(str(value))
+        group = pytorch_common.CpuCgroup("dbs-trace-test-", 1, 0.5)
+    except pytorch_common.StudyError as e:
+        print(f"skipped part 4 (a rank under a CPU quota): {e}")
+        return
+    try:
         path = os.path.join(home, "quota", "bal.jsonl")
-        rc, out, err = harness.ranks(WORKER, "trace", "dbs", path, group)
-        harness.check(rc == 0, f"worker.py trace dbs with rank 1 in {group}: exit {rc}\n"
+        rc, out, err = harness.ranks(WORKER, "trace", "dbs", path, group.path)
+        harness.check(rc == 0, f"worker.py trace dbs with rank 1 in {group.path}: exit {rc}\n"
                       + err[-3000:])
-    finally:  # empty once rank 1 has exited and been reaped (harness.ranks waits for it)
-        for _ in range(50):
-            try:
-                os.rmdir(group)
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            print(f"warning: could not remove the cgroup {group}", file=sys.stderr)
+    finally:
+        group.close()
     _, recs = records(path)
     cpu = [r for r in recs if r["type"] == "cpu" and r["rank"] == 1]
     harness.check([r["epoch"] for r in cpu] == [1, 2, 3]
