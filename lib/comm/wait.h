@@ -12,7 +12,10 @@
 //          inside MPI calls, and each sleep outlasts its request by the timer slack); kDataSpin
 //          covers a shared-memory transfer of the cnn's gradient and bounds the CPU a slow link
 //          costs to it per collective. Costs one
-//          barrier and up to kMaxSleep of latency per collective. The
+//          barrier and up to kMaxSleep of latency per collective. An allgather of at most
+//          kControlBytes a rank (the control plane's) has no barrier before it: its own rounds
+//          are polled as the barrier's would be (a few KiB a rank move within them), so it
+//          costs one collective's rounds, not two. The
 //          sharded update's reduce-scatter and allgather then go around the own ring
 //          (lib/comm/ring.h), every rank polling its messages as its own wait says: each ring
 //          step's messages without sleeps for up to kDataSpin, then with sleeps. --overlap's
@@ -30,6 +33,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstddef>
 #include <span>
 #include <string>
 
@@ -58,6 +62,9 @@ inline constexpr std::chrono::microseconds kMinSleep{20};
 inline constexpr std::chrono::microseconds kMaxSleep{1000};
 inline constexpr std::chrono::microseconds kDataSleep{100};
 inline constexpr std::chrono::microseconds kArriveSpin{50};
+// An allgather of at most this many bytes a rank (the control plane's reports and words) is
+// polled as the barrier is, with no barrier before it.
+inline constexpr std::size_t kControlBytes = 4096;
 inline constexpr std::chrono::microseconds kDataSpin{500};
 
 // Completes request: MPI_Wait when spin, else MPI_Test without sleeps for up to spin_first,
