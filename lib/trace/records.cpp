@@ -81,16 +81,15 @@ Eval eval_from_json(const Fields& f) {
 }
 
 json to_json(const Control& c) {
-  return {{"reports_s", c.reports_s},
-          {"plan_s", c.plan_s},
-          {"daemon_s", c.daemon_s},
-          {"check_s", c.check_s},
-          {"total_s", c.total_s()}};
+  json j = {{"reports_s", c.reports_s}, {"plan_s", c.plan_s}, {"daemon_s", c.daemon_s}};
+  if (c.check_s != 0) j["check_s"] = c.check_s;
+  j["total_s"] = c.total_s();
+  return j;
 }
 
 Control control_from_json(const Fields& f) {
   return {f.number("reports_s", 0), f.number("plan_s", 0), f.number_or("daemon_s", 0, 0),
-          f.number("check_s", 0)};
+          f.number_or("check_s", 0, 0)};
 }
 
 json to_json(const TimingRecord& r) {

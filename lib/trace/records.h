@@ -18,12 +18,13 @@ namespace dbs::trace {
 // Rank 0's control plane at the end of an epoch, seconds: what the epoch's end costs besides its
 // steps (and the evaluation, the trace and the checkpoint).
 struct Control {
-  double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures
+  double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures, and
+                         // its check (the plan that ran and the parameters, the stop signal)
   double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
                          // agreement on it (daemon_s of it)
   double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)
-  double check_s = 0;    // the allgather that checks every rank holds the same plan and
-                         // parameters, and carries whether any rank has had a stop signal
+  double check_s = 0;    // a check's own allgather after planning, in traces whose agents ran
+                         // one (written where not 0; the check is in reports_s otherwise)
   double total_s() const { return reports_s + plan_s + check_s; }
 };
 nlohmann::json to_json(const Control& c);

@@ -1,16 +1,20 @@
-// The end of an epoch's figures: every rank's report, timing and CPU quota in one allgather
-// (one collective, not three: at hundreds of ranks each costs the control plane), and the timing
-// and cpu records (lib/trace/records.h): every rank's timing, and the CPU quota and cumulative
-// throttling of the ranks held by a quota (a cgroup cpu limit) or ever throttled; nothing on
-// unlimited ranks.
+// The end of an epoch's figures: every rank's report, timing, CPU quota and check in one
+// allgather (one collective, not four: at hundreds of ranks each costs the control plane), and
+// the timing and cpu records (lib/trace/records.h): every rank's timing, and the CPU quota and
+// cumulative throttling of the ranks held by a quota (a cgroup cpu limit) or ever throttled;
+// nothing on unlimited ranks.
 #include <type_traits>
 
 #include "lib/common/cpu_quota.h"
+#include "lib/common/error.h"
+#include "lib/common/format.h"
+#include "lib/train/stop.h"
 #include "lib/train/trainer.h"
 
 namespace dbs::train {
 
-std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& report) {
+Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Report& report,
+                                        std::uint64_t fingerprint) {
   struct Cpu {
     double cores = 0;     // 0 = no quota
     double period_s = 0;  // the quota's period
@@ -22,21 +26,31 @@ std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& repo
     Report report;
     trace::Timing timing;
     Cpu cpu;
+    std::uint64_t fingerprint = 0;
+    std::int64_t stop = 0;
   };
   static_assert(std::is_trivially_copyable_v<Figures>);
-  Figures mine{report, timing_, {}};
+  Figures mine{report, timing_, {}, fingerprint, stop_signal() != 0 ? 1 : 0};
   if (const auto q = read_cpu_quota())
     mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
-  std::vector<Report> reports;
+  Gathered out;
   timings_.clear();
-  for (const Figures& f : all) {
-    reports.push_back(f.report);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const Figures& f = all[r];
+    if (f.fingerprint != all[0].fingerprint)
+      throw CheckError(format(
+          "ranks disagree on the plan or the parameters after epoch %lld: "
+          "rank 0 has fingerprint %llu, rank %zu has %llu",
+          static_cast<long long>(epoch + 1), static_cast<unsigned long long>(all[0].fingerprint), r,
+          static_cast<unsigned long long>(f.fingerprint)));
+    out.reports.push_back(f.report);
+    out.stop = out.stop || f.stop != 0;
     timings_.push_back(f.timing);
   }
-  if (!trace_) return reports;
+  if (!trace_) return out;
   for (int r = 0; r < comm_.size(); ++r)
     trace_->write(
         trace::to_json(trace::TimingRecord{epoch, r, timings_[static_cast<std::size_t>(r)]}));
@@ -47,7 +61,7 @@ std::vector<Report> Trainer::gather_epoch(std::int64_t epoch, const Report& repo
         trace::to_json(trace::CpuRecord{epoch, r, hosts_[static_cast<std::size_t>(r)], s.cores,
                                         s.nr_throttled, s.throttled_s, s.period_s}));
   }
-  return reports;
+  return out;
 }
 
 }  // namespace dbs::train

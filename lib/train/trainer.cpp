@@ -32,31 +32,6 @@ std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
   return fnv1a(params.data(), params.size_bytes(), h);
 }
 
-// The end of an epoch's check, one collective: every rank's fingerprint of the plan and the
-// parameters (throws CheckError where they differ) and whether any rank has had a stop signal
-// (true on every rank then: the ranks agree to stop at this epoch's end).
-bool check_agreement(comm::Communicator& comm, const Plan& plan, std::span<const float> params,
-                     std::int64_t epoch) {
-  struct Check {
-    std::uint64_t fingerprint;
-    std::int64_t stop;
-  };
-  static_assert(std::is_trivially_copyable_v<Check>);
-  const Check mine{fingerprint(plan, params), stop_signal() != 0 ? 1 : 0};
-  std::vector<Check> all(static_cast<std::size_t>(comm.size()));
-  comm.allgather_bytes(&mine, sizeof mine, all.data());
-  bool stop = false;
-  for (int r = 0; r < comm.size(); ++r) {
-    if (all[r].fingerprint != all[0].fingerprint)
-      throw CheckError("ranks disagree on the plan or the parameters after epoch " +
-                       std::to_string(epoch + 1) + ": rank 0 has fingerprint " +
-                       std::to_string(all[0].fingerprint) + ", rank " + std::to_string(r) +
-                       " has " + std::to_string(all[r].fingerprint));
-    stop = stop || all[r].stop != 0;
-  }
-  return stop;
-}
-
 std::vector<Report> gather_reports(comm::Communicator& comm, const Report& mine) {
   static_assert(std::is_trivially_copyable_v<Report>);
   std::vector<Report> all(static_cast<std::size_t>(comm.size()));
@@ -206,16 +181,17 @@ RunResult Trainer::run() {
     const std::pair<double, double> test = evaluate();
     trace::Control control;
     Stopwatch clock;
-    const std::vector<Report> reports = gather_epoch(e, es.report);
+    // The check of the plan that ran and the parameters travels with the reports. The next plan
+    // is the same on every rank: made by the same policy from the same reports, or the daemon's
+    // shared by the planner; the next epoch's end checks it as the plan that ran.
+    const auto [reports, stop] =
+        gather_epoch(e, es.report, fingerprint(planner_->plan(), model_->params()));
     control.reports_s = clock.seconds();
     clock.reset();
     const Planned next = planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
     control.plan_s = clock.seconds();
     if (const auto* remote = dynamic_cast<const planner::WithFallback*>(planner_))
       control.daemon_s = remote->waited_s();
-    clock.reset();
-    const bool stop = check_agreement(comm_, next.plan, model_->params(), e);
-    control.check_s = clock.seconds();
     EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
     r.control = control;
     if (table) print_epoch(r);

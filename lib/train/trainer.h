@@ -120,10 +120,16 @@ class Trainer {
   // a checkpoint keeps every rank's.
   bool own_optimizer_states() const;
 
-  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_) and CPU quota of
-  // `epoch` at once, and writes their timing and cpu records (a collective). Returns the reports
-  // in rank order.
-  std::vector<Report> gather_epoch(std::int64_t epoch, const Report& report);
+  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_), CPU quota and check
+  // of `epoch` at once, and writes their timing and cpu records (a collective). The check is
+  // this rank's fingerprint of the plan that ran and the parameters, and whether it has had a
+  // stop signal: throws CheckError where the fingerprints differ. Returns the reports in rank
+  // order and whether any rank has had a stop signal (the same on every rank).
+  struct Gathered {
+    std::vector<Report> reports;
+    bool stop = false;
+  };
+  Gathered gather_epoch(std::int64_t epoch, const Report& report, std::uint64_t fingerprint);
 
   // output.cpp, rank 0's output.
   void print_header() const;

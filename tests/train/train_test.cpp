@@ -103,3 +103,17 @@ TEST_CASE("Train.RankException.AbortsTheOthers") {
     train::run(c, comm, fashion());
   }), "rank 1 failed");
 }
+
+TEST_CASE("Train.Diverged.RanksStopAtTheEpochEnd") {
+  // Rank 1 steps with another learning rate, so that its parameters leave rank 0's in the first
+  // step; the check that travels with the epoch's reports stops both ranks at the first epoch's
+  // end (of 2), naming the epoch and the fingerprints.
+  train::Config c = small_config("lenet", 256);
+  c.epochs = 2;
+  CHECK_THROWS_WITH(comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
+    train::Config mine = c;
+    if (comm.rank() == 1) mine.schedule.base_lr *= 2;
+    train::run(mine, comm, fashion());
+  }), doctest::Contains("ranks disagree on the plan or the parameters after epoch 1: rank 0 has "
+                        "fingerprint"));
+}
