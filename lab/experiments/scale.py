@@ -602,7 +602,8 @@ def tables(records):
                         + ([ms(c["check_s"])] if own_check else [])
                         + [ms(c["total_s"]), ms(c["max_total_s"]), "%.2f%%" % (100 * c["total_s"] / 10)])
     out["control"] = ("Control plane per epoch, rank 0 (mean over the epochs; max total)",
-                      ["ranks", "planner", "reports and check", "planning", "daemon round trip"]
+                      ["ranks", "planner", "reports" if own_check else "reports and check", "planning",
+                       "daemon round trip"]
                       + (["plan check"] if own_check else []) + ["total", "max", "of a 10 s epoch"], rows)
     rows = []
     for f in figs:
