@@ -27,8 +27,8 @@
 //     median over the epochs (Cluster::jitter); the slowest of several noisy ranks is later on
 //     average than the slowest mean, which is what a balanced split pays per step. Step times
 //     are skewed (rare long steps) more than normal: where the expected maxima would make the
-//     recorded plans' critical path and the allreduce longer than the recorded walls, every
-//     rank's jitter is scaled down until they fit.
+//     recorded plans' critical path and the allreduce (as estimated under the full jitter)
+//     longer than the recorded walls, every rank's jitter is scaled down until they fit.
 //   - The rank's measured median step rate and work points over the model's, under the recorded
 //     plans (Cluster::median_bias and work_bias), so the simulated policy sees what the real one
 //     saw. That is exact for `sleep` slowdowns; for `hog` the nominal factor stands in for the
