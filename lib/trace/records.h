@@ -23,9 +23,7 @@ struct Control {
   double plan_s = 0;     // the planner's next plan: the policy, or the daemon's and the ranks'
                          // agreement on it (daemon_s of it)
   double daemon_s = 0;   // waiting for the daemon's plan: the round trip (0: embedded)
-  double check_s = 0;    // a check's own allgather after planning, in traces whose agents ran
-                         // one (written where not 0; the check is in reports_s otherwise)
-  double total_s() const { return reports_s + plan_s + check_s; }
+  double total_s() const { return reports_s + plan_s; }
 };
 nlohmann::json to_json(const Control& c);
 Control control_from_json(const Fields& f);
