@@ -1,22 +1,23 @@
 """Traces from PyTorch: a plain DDP job recorded and asked what dbs would give.
 
 1. The PyTorch guide's trace block as written (the replay guide shows the same one first; the
-   build's dbs-env.sh sourced, a scratch folder): train.py --policy static (plain DDP with DistributedSampler) on 2 ranks, rank 1
-   three times slower, --trace; then `dbs-scheduler replay TRACE --compare dbs,static` reads it,
-   and under dbs changes the plan and predicts a shorter run (no figure: the machine is shared). The trace is dbs-agent's format: the header (policy static, world
-   2, the settings), per epoch the plan, a rank record per rank (samples, compute, allreduce,
-   work per batch size), a timing record per rank, the eval record; rank 1's compute about
-   three times rank 0's.
+   build's dbs-env.sh sourced, a scratch folder): train.py --policy static (plain DDP with
+   DistributedSampler) on 2 ranks, rank 1 three times slower, --trace; then `dbs-scheduler
+   replay TRACE --compare dbs,static` reads it, and under dbs changes the plan and predicts a
+   shorter run (no figure: the machine is shared). The trace is dbs-agent's format: the header
+   (policy static, world 2, the settings), per epoch the plan, a rank record per rank (samples,
+   compute, allreduce, work per batch size), a timing record per rank, the eval record; rank 1's
+   compute about three times rank 0's.
 2. The Balancer's own trace (trace=PATH, policy static and dbs, 2 ranks, its folder made):
    replay reads each and replays the recorded policy to the recorded total within 1% (or
    2 ms: the runs last a few tens of ms).
 3. A trace that cannot be written (its folder under a regular file): dbs.ConfigError on both
    ranks before training, naming the file, and nothing written.
 4. A rank held to a CPU quota (root and a writable CPU cgroup, the PyTorch studies' CpuCgroup;
-   skipped with the reason where either is missing): rank 1 moved into a cgroup of 0.5 cores in 100 ms periods; every
-   epoch has a cpu record of rank 1 with that quota and period and its cumulative throttling
-   (as dbs-agent writes them), rank 1's timing records carry the quota, and replay runs rank 1
-   held to 50% of full speed in 100 ms periods."""
+   skipped with the reason where either is missing): rank 1 moved into a cgroup of 0.5 cores in
+   100 ms periods; every epoch has a cpu record of rank 1 with that quota and period and its
+   cumulative throttling (as dbs-agent writes them), rank 1's timing records carry the quota, and
+   replay runs rank 1 held to 50% of full speed in 100 ms periods."""
 
 import json
 import os
