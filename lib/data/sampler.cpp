@@ -7,6 +7,7 @@
 // leaves a multiple of bound equally likely values, so x % bound is exactly uniform.
 #include "lib/data/sampler.h"
 
+#include <future>
 #include <numeric>
 #include <utility>
 
@@ -48,6 +49,37 @@ std::vector<std::int64_t> EpochSampler::permutation(std::uint64_t epoch) const {
     std::swap(perm[i - 1], perm[j]);
   }
   return perm;
+}
+
+PermutationsAhead::~PermutationsAhead() {
+  if (next_.valid()) next_.wait();
+}
+
+const std::vector<std::int64_t>& PermutationsAhead::at(std::uint64_t epoch) {
+  if (next_.valid()) {
+    // get() waits for the shuffle and rethrows what it threw; one of another epoch (a run that
+    // skipped epochs) is dropped.
+    std::vector<std::int64_t> next = next_.get();
+    if (next_epoch_ == epoch) {
+      current_ = std::move(next);
+      current_epoch_ = epoch;
+      has_current_ = true;
+    }
+  }
+  if (!has_current_ || current_epoch_ != epoch) {
+    current_ = sampler_.permutation(epoch);
+    current_epoch_ = epoch;
+    has_current_ = true;
+  }
+  return current_;
+}
+
+void PermutationsAhead::ahead(std::uint64_t epoch) {
+  if (next_.valid() && next_epoch_ == epoch) return;
+  if (next_.valid()) next_.wait();
+  next_epoch_ = epoch;
+  next_ = std::async(std::launch::async,
+                     [sampler = sampler_, epoch] { return sampler.permutation(epoch); });
 }
 
 }  // namespace dbs::data

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <vector>
 
 namespace dbs::data {
@@ -19,6 +20,32 @@ class EpochSampler {
  private:
   std::size_t n_;
   std::uint64_t seed_;
+};
+
+// The permutations of consecutive epochs, the next one shuffled ahead on a thread of its own
+// while the epoch before it trains: an epoch's start then does not wait for a shuffle of the
+// whole dataset, O(n) on every rank. (Where many ranks share a host's cores, the shuffles of the
+// ranks that have left an epoch's end would delay the collectives of the ranks still in it.)
+class PermutationsAhead {
+ public:
+  PermutationsAhead(std::size_t n, std::uint64_t seed) : sampler_(n, seed) {}
+  ~PermutationsAhead();
+  PermutationsAhead(const PermutationsAhead&) = delete;
+  PermutationsAhead& operator=(const PermutationsAhead&) = delete;
+
+  // epoch's permutation (the one shuffled ahead if it was epoch's, else shuffled now), valid
+  // until the next call.
+  const std::vector<std::int64_t>& at(std::uint64_t epoch);
+  // Starts shuffling epoch's permutation on a thread of its own (unless it is being shuffled).
+  void ahead(std::uint64_t epoch);
+
+ private:
+  EpochSampler sampler_;
+  bool has_current_ = false;
+  std::uint64_t current_epoch_ = 0;
+  std::vector<std::int64_t> current_;
+  std::uint64_t next_epoch_ = 0;
+  std::future<std::vector<std::int64_t>> next_;  // valid while one is being shuffled
 };
 
 }  // namespace dbs::data

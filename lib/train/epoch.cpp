@@ -116,8 +116,8 @@ class StepLoop {
   const std::int64_t steps_;
   const std::size_t P_, px_;
   const bool replans_;
-  const bool local_;  // an averaging epoch
-  const std::vector<std::int64_t> perm_;
+  const bool local_;                       // an averaging epoch
+  const std::vector<std::int64_t>& perm_;  // held by parts.orders
   std::vector<float> buf_;
   float* time_slot_ = nullptr;  // the per-rank slots of buf_ (rebalance_every only)
   float* count_slot_ = nullptr;
@@ -135,11 +135,12 @@ class StepLoop {
   trace::Timing& tm_;
   std::optional<CpuQuota> quota0_;
   double process_cpu0_ = 0;
-  SustainedTime sustained_{0};  // held to the quota's cores when they are below the threads
-  double update_s_ = 0;         // wall seconds of the previous step's optimizer update
-  double update_cpu_ = 0;       // its process CPU seconds
-  double wall_before_ = 0;      // wall seconds of the epoch before a resumed checkpoint
-  float stop_ = 0;              // the stop count of the last exchange
+  SustainedTime sustained_{0};    // held to the quota's cores when they are below the threads
+  double update_s_ = 0;           // wall seconds of the previous step's optimizer update
+  double update_cpu_ = 0;         // its process CPU seconds
+  double wall_before_ = 0;        // wall seconds of the epoch before a resumed checkpoint
+  float stop_ = 0;                // the stop count of the last exchange
+  bool shuffling_ahead_ = false;  // the next epoch's permutation is being shuffled
   // An averaging epoch's figures since the last average: this rank's samples and loss sum, the
   // samples of the global steps, and with rebalance_every this rank's (compute_s, samples,
   // work_s) of each step.
@@ -161,8 +162,7 @@ StepLoop::StepLoop(const EpochParts& parts, std::int64_t epoch,
       px_(parts.train.pixels()),
       replans_(parts.config.rebalance_every > 0),
       local_(parts.config.averages_in(epoch)),
-      perm_(data::EpochSampler(parts.train.n, parts.config.seed)
-                .permutation(static_cast<std::uint64_t>(epoch))),
+      perm_(parts.orders.at(static_cast<std::uint64_t>(epoch))),
       buf_(P_ + 3 + (replans_ ? 3 * static_cast<std::size_t>(world_) : 0)),
       x_(static_cast<std::size_t>(B_) * px_),
       labels_(static_cast<std::size_t>(B_)),
@@ -220,6 +220,13 @@ EpochStats StepLoop::run() {
       fill_tail(slice, c, work_s);
       exchange_and_update(slice, lr);
       account(slice, c, work_s);
+    }
+    if (exchanged && !shuffling_ahead_ && epoch_ + 1 < p_.config.epochs) {
+      // Every rank has left the epoch's start (this exchange needed them all), so the next
+      // epoch's permutation is shuffled beside this epoch's steps from here on. Its CPU, a few
+      // ms for 10^5 samples once an epoch, is in the process CPU of the steps it overlaps.
+      p_.orders.ahead(static_cast<std::uint64_t>(epoch_ + 1));
+      shuffling_ahead_ = true;
     }
     if (exchanged && replans_ && (s + 1) % p_.config.rebalance_every == 0 && s + 1 < steps_)
       replan(s);

@@ -8,6 +8,7 @@
 
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
+#include "lib/data/sampler.h"
 #include "lib/nn/model.h"
 #include "lib/planner/planner.h"
 #include "lib/policy/plan.h"
@@ -50,6 +51,7 @@ struct EpochParts {
   const Config& config;
   comm::Communicator& comm;
   const data::Dataset& train;
+  data::PermutationsAhead& orders;  // train's epoch permutations
   nn::Model& model;
   Planner& planner;          // owns the plan in force; makes every change to it
   Exchange& exchange;        // the synchronous epochs'

@@ -81,6 +81,7 @@ Trainer::Trainer(const Config& cfg, comm::Communicator& comm, data::FashionMnist
   const int world = comm.size();
   apply_subset();
   validate(cfg, world, train_.n);
+  orders_ = std::make_unique<data::PermutationsAhead>(train_.n, cfg.seed);
   const nn::Shape input{1, train_.rows, train_.cols};
   if (!model_) model_ = nn::make_model(cfg.model, input, train_.classes, cfg.seed);
   DBS_CHECK(model_->input_shape() == input);
@@ -148,7 +149,7 @@ void Trainer::open_trace(const Resumed& resumed) {
 
 detail::EpochParts Trainer::epoch_parts() {
   Exchange& local_exchange = local_exchange_ ? *local_exchange_ : *exchange_;
-  return {config_,    comm_,          train_,       *model_,     *planner_,
+  return {config_,    comm_,          train_,       *orders_,    *model_,     *planner_,
           *exchange_, local_exchange, local_.get(), *disturber_, trace_.get()};
 }
 

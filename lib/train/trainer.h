@@ -13,6 +13,7 @@
 
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
+#include "lib/data/sampler.h"
 #include "lib/nn/model.h"
 #include "lib/optim/optimizer.h"
 #include "lib/planner/planner.h"
@@ -141,7 +142,8 @@ class Trainer {
   comm::Communicator& comm_;
   data::Dataset train_;  // the first train_limit samples, or the subset
   data::Dataset test_;
-  nlohmann::json subset_;  // the train subset's identity (null: none)
+  std::unique_ptr<data::PermutationsAhead> orders_;  // train_'s epoch permutations
+  nlohmann::json subset_;                            // the train subset's identity (null: none)
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<Planner> own_planner_;  // the embedded one when none was given

@@ -94,3 +94,26 @@ TEST_CASE("Sampler.Permutation.AllOrdersOfThreeAppear") {
     CHECK(c < 1200);
   }
 }
+
+TEST_CASE("Sampler.Ahead.GivesEachEpochsPermutation") {
+  const EpochSampler s(5000, 11);
+  dbs::data::PermutationsAhead orders(5000, 11);
+  SUBCASE("shuffled ahead, epoch after epoch") {
+    CHECK(orders.at(0) == s.permutation(0));
+    for (std::uint64_t e = 1; e < 4; ++e) {
+      orders.ahead(e);
+      orders.ahead(e);  // already being shuffled: the same one
+      CHECK(orders.at(e) == s.permutation(e));
+      CHECK(orders.at(e) == s.permutation(e));  // asked again: the same one
+    }
+  }
+  SUBCASE("shuffled now where none was ahead, or another epoch's was") {
+    CHECK(orders.at(2) == s.permutation(2));
+    orders.ahead(3);
+    CHECK(orders.at(5) == s.permutation(5));  // a run that skipped epochs 3 and 4
+    orders.ahead(6);
+    orders.ahead(7);  // replaces 6's
+    CHECK(orders.at(6) == s.permutation(6));
+    CHECK(orders.at(7) == s.permutation(7));
+  }
+}
