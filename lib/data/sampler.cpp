@@ -7,6 +7,9 @@
 // leaves a multiple of bound equally likely values, so x % bound is exactly uniform.
 #include "lib/data/sampler.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <future>
 #include <numeric>
 #include <utility>
@@ -24,12 +27,12 @@ class CounterRng {
 
   std::uint64_t next() { return mix64(key_ + (++counter_) * kSplitmixGamma); }
 
-  // Uniform in [0, bound); bound > 0.
+  // Uniform in [0, bound); bound > 0. 2^64 mod bound is below bound, so a word of at least
+  // bound (nearly every one) is accepted without that division.
   std::uint64_t below(std::uint64_t bound) {
-    const std::uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
     for (;;) {
       const std::uint64_t x = next();
-      if (x >= threshold) return x % bound;
+      if (x >= bound || x >= (0 - bound) % bound) return x % bound;
     }
   }
 
@@ -78,8 +81,12 @@ void PermutationsAhead::ahead(std::uint64_t epoch) {
   if (next_.valid() && next_epoch_ == epoch) return;
   if (next_.valid()) next_.wait();
   next_epoch_ = epoch;
-  next_ = std::async(std::launch::async,
-                     [sampler = sampler_, epoch] { return sampler.permutation(epoch); });
+  next_ = std::async(std::launch::async, [sampler = sampler_, epoch] {
+    // At the lowest priority: the shuffle takes cores the rank's own threads leave idle (or
+    // those of other processes on an oversubscribed host), not theirs.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+    return sampler.permutation(epoch);
+  });
 }
 
 }  // namespace dbs::data

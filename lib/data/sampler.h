@@ -22,10 +22,11 @@ class EpochSampler {
   std::uint64_t seed_;
 };
 
-// The permutations of consecutive epochs, the next one shuffled ahead on a thread of its own
-// while the epoch before it trains: an epoch's start then does not wait for a shuffle of the
-// whole dataset, O(n) on every rank. (Where many ranks share a host's cores, the shuffles of the
-// ranks that have left an epoch's end would delay the collectives of the ranks still in it.)
+// The permutations of consecutive epochs, the next one shuffled ahead on a thread of its own, at
+// the lowest priority, while the epoch before it trains: an epoch's start then does not wait for
+// a shuffle of the whole dataset, O(n) on every rank. (Where many ranks share a host's cores, the
+// shuffles of the ranks that have left an epoch's end would delay the collectives of the ranks
+// still in it.)
 class PermutationsAhead {
  public:
   PermutationsAhead(std::size_t n, std::uint64_t seed) : sampler_(n, seed) {}
