@@ -280,9 +280,7 @@ std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mi
 }
 
 Planned RemotePlanner::next(std::span<const Report> reports) {
-  // The fallback observes every epoch, so it is as current as the daemon.
   const std::int64_t want = plan().epoch + 1;
-  Planned embedded = fallback_.next(reports);
   std::string line;
   for (const auto& r : reports)
     if (r.rank == rank_) line = proto::encode(proto::ReportMsg{remote_.job, r});
@@ -295,6 +293,9 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
   const auto sent = Clock::now();
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
+  // The fallback observes every epoch, so it is as current as the daemon; it plans while the
+  // daemon does.
+  Planned embedded = fallback_.next(reports);
   std::string why;
   fallback_why_ = {};
   const std::optional<proto::PlanMsg> mine = wait_plan(want, why);
