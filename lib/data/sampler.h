@@ -46,7 +46,7 @@ class PermutationsAhead {
   std::uint64_t current_epoch_ = 0;
   std::vector<std::int64_t> current_;
   std::uint64_t next_epoch_ = 0;
-  std::future<std::vector<std::int64_t>> next_;  // valid while one is being shuffled
+  std::future<std::vector<std::int64_t>> next_;  // valid from ahead() until at() takes it
 };
 
 }  // namespace dbs::data
