@@ -42,8 +42,8 @@ for r in records:
     assert os.path.getsize(r["trace"]) > 0, r
     assert r["predicted_other_s"] > 0 and r["recorded_total_s"] > 0, r
     # each trace under its own policy; a run of about 1 s under a quota is a dozen 100 ms CFS
-    # periods, so at this size one period more or less is 8%
-    assert abs(r["own_error"]) < (0.10 if r["workload"] != "sleep" else 0.05), r
+    # periods, so at this size one period more or less is 8%, and a loaded machine adds one
+    assert abs(r["own_error"]) < (0.18 if r["workload"] != "sleep" else 0.05), r
     assert "--policy " + r["policy"] in r["command"], r["command"]
     w = r["where"]
     assert abs(sum(w.values()) - r["predicted_other_s"]) < 1e-6 * r["predicted_other_s"], w
