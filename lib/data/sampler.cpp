@@ -66,13 +66,11 @@ const std::vector<std::int64_t>& PermutationsAhead::at(std::uint64_t epoch) {
     if (next_epoch_ == epoch) {
       current_ = std::move(next);
       current_epoch_ = epoch;
-      has_current_ = true;
     }
   }
-  if (!has_current_ || current_epoch_ != epoch) {
+  if (current_epoch_ != epoch) {
     current_ = sampler_.permutation(epoch);
     current_epoch_ = epoch;
-    has_current_ = true;
   }
   return current_;
 }

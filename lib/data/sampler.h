@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <future>
+#include <optional>
 #include <vector>
 
 namespace dbs::data {
@@ -42,8 +43,7 @@ class PermutationsAhead {
 
  private:
   EpochSampler sampler_;
-  bool has_current_ = false;
-  std::uint64_t current_epoch_ = 0;
+  std::optional<std::uint64_t> current_epoch_;  // current_'s epoch; none before the first at()
   std::vector<std::int64_t> current_;
   std::uint64_t next_epoch_ = 0;
   std::future<std::vector<std::int64_t>> next_;  // valid from ahead() until at() takes it
