@@ -82,14 +82,21 @@ Eval eval_from_json(const Fields& f) {
 
 json to_json(const Control& c) {
   return {{"reports_s", c.reports_s},
+          {"waited_s", c.waited_s},
           {"plan_s", c.plan_s},
           {"daemon_s", c.daemon_s},
           {"total_s", c.total_s()}};
 }
 
 Control control_from_json(const Fields& f) {
-  // Older traces' check_s (a check's own allgather after planning) is left unread, as total_s.
-  return {f.number("reports_s", 0), f.number("plan_s", 0), f.number_or("daemon_s", 0, 0)};
+  // Older traces' check_s (a check's own allgather after planning) is left unread, as total_s;
+  // their waited_s, absent, reads as 0.
+  Control c;
+  c.reports_s = f.number("reports_s", 0);
+  c.waited_s = f.number_or("waited_s", 0, 0);
+  c.plan_s = f.number("plan_s", 0);
+  c.daemon_s = f.number_or("daemon_s", 0, 0);
+  return c;
 }
 
 json to_json(const TimingRecord& r) {

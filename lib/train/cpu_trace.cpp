@@ -1,8 +1,10 @@
-// The end of an epoch's figures: every rank's report, timing, CPU quota and check in one
-// allgather (one collective, not four: at hundreds of ranks each costs the control plane), and
-// the timing and cpu records (lib/trace/records.h): every rank's timing, and the CPU quota and
+// The end of an epoch's figures: every rank's report, timing, CPU quota, check and arrival time
+// in one allgather (one collective, not four: at hundreds of ranks each costs the control plane),
+// and the timing and cpu records (lib/trace/records.h): every rank's timing, and the CPU quota and
 // cumulative throttling of the ranks held by a quota (a cgroup cpu limit) or ever throttled;
 // nothing on unlimited ranks.
+#include <algorithm>
+#include <chrono>
 #include <type_traits>
 
 #include "lib/common/cpu_quota.h"
@@ -28,15 +30,23 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Report& report
     Cpu cpu;
     std::uint64_t fingerprint = 0;
     std::int64_t stop = 0;
+    double arrived_s = 0;  // when the rank entered the allgather, wall clock seconds
   };
   static_assert(std::is_trivially_copyable_v<Figures>);
-  Figures mine{report, timing_, {}, fingerprint, stop_signal() != 0 ? 1 : 0};
+  const auto wall_now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  Figures mine{report, timing_, {}, fingerprint, stop_signal() != 0 ? 1 : 0, wall_now()};
   if (const auto q = read_cpu_quota())
     mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
   Gathered out;
+  double last = mine.arrived_s;
+  for (const Figures& f : all) last = std::max(last, f.arrived_s);
+  out.waited_s = last - mine.arrived_s;
   timings_.clear();
   for (std::size_t r = 0; r < all.size(); ++r) {
     const Figures& f = all[r];

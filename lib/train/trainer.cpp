@@ -1,5 +1,6 @@
 #include "lib/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -185,9 +186,10 @@ RunResult Trainer::run() {
     // The check of the plan that ran and the parameters travels with the reports. The next plan
     // is the same on every rank: made by the same policy from the same reports, or the daemon's
     // shared by the planner; the next epoch's end checks it as the plan that ran.
-    const auto [reports, stop] =
+    const auto [reports, stop, waited_s] =
         gather_epoch(e, es.report, fingerprint(planner_->plan(), model_->params()));
     control.reports_s = clock.seconds();
+    control.waited_s = std::clamp(waited_s, 0.0, control.reports_s);
     clock.reset();
     const Planned next = planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
     control.plan_s = clock.seconds();

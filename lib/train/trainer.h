@@ -129,6 +129,7 @@ class Trainer {
   struct Gathered {
     std::vector<Report> reports;
     bool stop = false;
+    double waited_s = 0;  // this rank's wait in the allgather for the last rank to arrive
   };
   Gathered gather_epoch(std::int64_t epoch, const Report& report, std::uint64_t fingerprint);
 

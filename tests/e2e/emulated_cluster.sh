@@ -63,6 +63,7 @@ for e in evals:  # nothing evaluated; the control plane timed
     assert "train_loss" not in e and "test_acc" not in e, e
     c = e["control"]
     assert all(c[k] >= 0 for k in ("reports_s", "plan_s")) and c["daemon_s"] == 0, c
+    assert 0 <= c["waited_s"] <= c["reports_s"], ("the wait for the last rank is in reports_s", c)
     assert "check_s" not in c, ("the check travels with the reports", c)
 assert [e.get("control") for e in summary["epochs"]] == [e["control"] for e in evals]
 best = [64] * 4 + [48] * 4 + [32] * 4 + [16] * 4

@@ -34,6 +34,27 @@ TEST_CASE("Records.Eval.RoundTripsTheAgentsForm") {
   CHECK(to_json(back) == j);
 }
 
+TEST_CASE("Records.Eval.ControlRoundTripsAndAnOlderOneWithoutWaitedReadsAsZero") {
+  Eval e = eval_of(0, 10.0, 1000, std::vector<double>{100, 100}, 0);
+  Control c;
+  c.reports_s = 0.09;
+  c.waited_s = 0.05;
+  c.plan_s = 0.03;
+  c.daemon_s = 0.02;
+  e.control = c;
+  nlohmann::json j = to_json(e);
+  CHECK(j.at("control").at("total_s") == doctest::Approx(0.12));
+  const Eval back = eval_from_json(Fields(j));
+  REQUIRE(back.control);
+  CHECK(back.control->waited_s == 0.05);
+  CHECK(back.control->daemon_s == 0.02);
+  CHECK(to_json(back) == j);
+  j["control"].erase("waited_s");
+  CHECK(eval_from_json(Fields(j)).control->waited_s == 0.0);
+  j["control"]["waited_s"] = -1;
+  CHECK_THROWS_WITH(eval_from_json(Fields(j)), doctest::Contains("waited_s"));
+}
+
 TEST_CASE("Records.Eval.TheDaemonsFormHasNoEvaluationAndEvalRecordIsIt") {
   const nlohmann::json j = eval_record(0, 2.0, 100, std::vector<double>{}, 0);
   CHECK(j == to_json(eval_of(0, 2.0, 100, std::vector<double>{}, 0)));
