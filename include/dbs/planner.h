@@ -33,6 +33,10 @@ class Planner {
   // one per rank); it becomes the plan in force. Throws InputError for a report of an unknown
   // rank or with negative or non-finite times.
   virtual Planned next(std::span<const Report> reports) = 0;
+  // Epoch end, before the ranks gather their reports: this rank's own, the one next() will get
+  // among all ranks'. A planner that plans elsewhere sends it now (the remote planner: the
+  // daemon plans while the ranks gather); the others ignore it. Optional.
+  virtual void send_ahead(const Report& /*mine*/) {}
   // Inside the epoch: a re-plan from all ranks' reports over the steps since the last re-plan.
   // A changed plan (for the same epoch) becomes the plan in force and is returned; nothing when
   // the plan stays.

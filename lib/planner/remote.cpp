@@ -60,10 +60,14 @@ class RemotePlanner : public Planner, public WithFallback {
     fallback_.set_state(plan, state);
   }
   void finish(bool done) override;
+  void send_ahead(const Report& mine) override;
   const Fallback& fallback() const override { return fallback_why_; }
   double waited_s() const override { return waited_s_; }
 
  private:
+  // Sends this rank's report of the epoch ending (resent on every connect until its plan
+  // arrives).
+  void submit(const Report& mine);
   void on_connected();
   // The register to send on this connect: with a fresh munge credential when the ranks use
   // munge (a credential opens one register only).
@@ -98,6 +102,8 @@ class RemotePlanner : public Planner, public WithFallback {
   std::optional<std::string> foreign_;  // the job of the last plan received for another job
   std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
   std::string report_line_;             // resent on every connect until its plan arrives
+  int failures_at_send_ = 0;            // failures_ when report_line_ was sent
+  std::optional<Report> sent_;          // the report sent ahead of next(), until next()
   bool fell_back_ = false;              // the last epoch did not get the daemon's plan
   Fallback fallback_why_;               // why, after the last next(); next() alone writes it
   double waited_s_ = 0;                 // the last next()'s wait for the daemon's plan
@@ -217,9 +223,10 @@ std::optional<proto::PlanMsg> RemotePlanner::wait_plan(std::int64_t epoch, std::
   const auto full = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(remote_.timeout_s));
   std::unique_lock lock(mutex_);
-  // A daemon that was down (or never reached) gets one attempt, not the whole timeout.
+  // A daemon that was down (or never reached) gets one attempt, not the whole timeout: the
+  // one made when the report was sent.
   const bool down = !connected_ && (fell_back_ || !ever_connected_);
-  const int failures_before = failures_;
+  const int failures_before = failures_at_send_;
   for (;;) {
     if (plan_ && plan_->epoch == epoch) return plan_;
     if (foreign_) return std::nullopt;  // agree() names the job, for every rank
@@ -279,27 +286,39 @@ std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mi
   return std::nullopt;
 }
 
-Planned RemotePlanner::next(std::span<const Report> reports) {
-  const std::int64_t want = plan().epoch + 1;
-  std::string line;
-  for (const auto& r : reports)
-    if (r.rank == rank_) line = proto::encode(proto::ReportMsg{remote_.job, r});
+void RemotePlanner::submit(const Report& mine) {
+  const std::string line = proto::encode(proto::ReportMsg{remote_.job, mine});
   {
     std::lock_guard lock(mutex_);
     report_line_ = line;
+    failures_at_send_ = failures_;
     refusal_.clear();
     foreign_.reset();
   }
-  const auto sent = Clock::now();
   client_->send(line);       // dropped if not connected; on_connected resends it
   client_->reconnect_now();  // no backoff wait at an epoch's end
+}
+
+// The daemon plans from the reports while the ranks gather them.
+void RemotePlanner::send_ahead(const Report& mine) {
+  if (mine.rank != rank_ || mine.epoch != plan().epoch) return;
+  submit(mine);
+  sent_ = mine;
+}
+
+Planned RemotePlanner::next(std::span<const Report> reports) {
+  const std::int64_t want = plan().epoch + 1;
+  for (const auto& r : reports)
+    if (r.rank == rank_ && sent_ != r) submit(r);
+  sent_.reset();
+  const auto waiting = Clock::now();
   // The fallback observes every epoch, so it is as current as the daemon; it plans while the
   // daemon does.
   Planned embedded = fallback_.next(reports);
   std::string why;
   fallback_why_ = {};
   const std::optional<proto::PlanMsg> mine = wait_plan(want, why);
-  waited_s_ = std::chrono::duration<double>(Clock::now() - sent).count();
+  waited_s_ = std::chrono::duration<double>(Clock::now() - waiting).count();
   const std::optional<Plan> plan = agree(mine, want, why);
   const bool agreed = plan.has_value();
   {

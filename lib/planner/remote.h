@@ -1,6 +1,7 @@
 // The remote planner: the plan from dbs-scheduler serve, with an embedded planner as the
 // fallback. Every rank keeps a connection to the daemon (registering on each connect), sends its
-// report at the end of each epoch and waits for its share of the daemon's plan of the next one.
+// report at the end of each epoch (send_ahead: before the ranks gather the reports, so that the
+// daemon plans meanwhile) and waits for its share of the daemon's plan of the next one.
 // The ranks then rebuild the plan from their shares (one allgather, lib/proto/share.h): the
 // daemon's plan is used only when every rank holds a share of the same valid one. Otherwise -
 // daemon unreachable, late, refusing, sending a plan of another job, or ranks disagreeing - the
@@ -23,8 +24,8 @@ class WithFallback {
  public:
   virtual ~WithFallback() = default;
   virtual const Fallback& fallback() const = 0;
-  // Seconds the last next() waited for this rank's share of the daemon's plan: from sending the
-  // report to the share's arrival, or to giving up.
+  // Seconds the last next() waited for this rank's share of the daemon's plan: from its start
+  // (the report sent then, or ahead of it by send_ahead) to the share's arrival, or to giving up.
   virtual double waited_s() const = 0;
 };
 

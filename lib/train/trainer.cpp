@@ -183,6 +183,9 @@ RunResult Trainer::run() {
     const std::pair<double, double> test = evaluate();
     trace::Control control;
     Stopwatch clock;
+    // The report next() plans from (unless the epoch re-planned inside: the window's), to a
+    // daemon now, which plans while the ranks gather.
+    if (es.plan_reports.empty()) planner_->send_ahead(es.report);
     // The check of the plan that ran and the parameters travels with the reports. The next plan
     // is the same on every rank: made by the same policy from the same reports, or the daemon's
     // shared by the planner; the next epoch's end checks it as the plan that ran.

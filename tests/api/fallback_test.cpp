@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <dbs/meter.h>
 #include <dbs/planner.h>
 #include <memory>
@@ -53,6 +54,7 @@ class ForeignDaemon {
     }
   }
   const std::string& address() const { return address_; }
+  int reports() const { return reports_; }
 
  private:
   void serve() {
@@ -72,6 +74,7 @@ class ForeignDaemon {
         buffer.erase(0, end + 1);
         const dbs::proto::Message m = dbs::proto::decode(line);
         const auto* r = std::get_if<dbs::proto::ReportMsg>(&m);
+        if (r) ++reports_;
         if (!r || std::find(foreign_to_.begin(), foreign_to_.end(), r->report.rank) ==
                       foreign_to_.end())
           continue;
@@ -95,6 +98,7 @@ class ForeignDaemon {
   int listener_ = -1;
   std::string address_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> reports_{0};  // reports received, from every rank
   std::thread accept_;
   std::vector<std::pair<int, std::thread>> connections_;  // touched by the accept thread only
 };
@@ -144,6 +148,34 @@ TEST_CASE("Api.LastFallback.UnreachableDaemonIsAnOutage") {
     CHECK(fallback.cause == dbs::Fallback::Cause::outage);
     CHECK(fallback.why.find("unreachable") != std::string::npos);
   }
+}
+
+TEST_CASE("Api.SendAhead.TheDaemonHasTheReportBeforeTheRanksGatherAndNextDoesNotResendIt") {
+  ForeignDaemon daemon({});  // answers no report: each epoch end falls back after the timeout
+  std::atomic<int> ahead{0};
+  dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
+    const dbs::Group g = dbs::comm::group_of(comm);
+    dbs::Remote remote;
+    remote.address = daemon.address();
+    remote.job = "mine";
+    remote.timeout_s = 0.5;
+    dbs::Settings s;
+    s.samples_per_epoch = 1024;
+    auto planner = dbs::make_planner(s, g, remote);
+    dbs::Meter m;
+    for (int i = 0; i < 8; ++i) m.step(64, 0.064);
+    const dbs::Report mine = m.report(planner->plan(), g.rank);
+    planner->send_ahead(mine);
+    // Both ranks' reports reach the daemon before either rank gathers or plans.
+    for (int i = 0; i < 400 && daemon.reports() < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (comm.rank() == 0) ahead = daemon.reports();
+    const dbs::Planned p = planner->next(dbs::gather_reports(g, mine));
+    CHECK(p.source == "embedded-fallback");
+    planner->finish(true);
+  });
+  CHECK(ahead == 2);
+  CHECK(daemon.reports() == 2);  // next() sent neither report again
 }
 
 TEST_CASE("Api.LastFallback.EmbeddedPlannerNeverFallsBack") {
