@@ -66,7 +66,7 @@ class RemotePlanner : public Planner, public WithFallback {
 
  private:
   // Sends this rank's report of the epoch ending (resent on every connect until its plan
-  // arrives).
+  // arrives), unless it was sent already.
   void submit(const Report& mine);
   void on_connected();
   // The register to send on this connect: with a fresh munge credential when the ranks use
@@ -101,12 +101,12 @@ class RemotePlanner : public Planner, public WithFallback {
   std::string lost_why_, refusal_;      // last failure; last error message of the daemon
   std::optional<std::string> foreign_;  // the job of the last plan received for another job
   std::optional<proto::PlanMsg> plan_;  // latest share of a plan received
-  std::string report_line_;             // resent on every connect until its plan arrives
-  int failures_at_send_ = 0;            // failures_ when report_line_ was sent
-  std::optional<Report> sent_;          // the report sent ahead of next(), until next()
-  bool fell_back_ = false;              // the last epoch did not get the daemon's plan
-  Fallback fallback_why_;               // why, after the last next(); next() alone writes it
-  double waited_s_ = 0;                 // the last next()'s wait for the daemon's plan
+  std::string report_line_;   // sent (ahead of next() or by it), resent on every connect until
+                              // its plan arrives; cleared at the end of next()
+  int failures_at_send_ = 0;  // failures_ when report_line_ was sent
+  bool fell_back_ = false;    // the last epoch did not get the daemon's plan
+  Fallback fallback_why_;     // why, after the last next(); next() alone writes it
+  double waited_s_ = 0;       // the last next()'s wait for the daemon's plan
 };
 
 RemotePlanner::RemotePlanner(const Remote& remote, const Settings& settings, const Group& group)
@@ -290,6 +290,7 @@ void RemotePlanner::submit(const Report& mine) {
   const std::string line = proto::encode(proto::ReportMsg{remote_.job, mine});
   {
     std::lock_guard lock(mutex_);
+    if (line == report_line_) return;  // sent ahead of next()
     report_line_ = line;
     failures_at_send_ = failures_;
     refusal_.clear();
@@ -303,14 +304,12 @@ void RemotePlanner::submit(const Report& mine) {
 void RemotePlanner::send_ahead(const Report& mine) {
   if (mine.rank != rank_ || mine.epoch != plan().epoch) return;
   submit(mine);
-  sent_ = mine;
 }
 
 Planned RemotePlanner::next(std::span<const Report> reports) {
   const std::int64_t want = plan().epoch + 1;
   for (const auto& r : reports)
-    if (r.rank == rank_ && sent_ != r) submit(r);
-  sent_.reset();
+    if (r.rank == rank_) submit(r);
   const auto waiting = Clock::now();
   // The fallback observes every epoch, so it is as current as the daemon; it plans while the
   // daemon does.
