@@ -43,9 +43,9 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
     // slowest rank, and Rabenseifner's reduce-scatter and allgather by recursive halving and
     // doubling moves about the ring's bytes in 2 log2 p rounds (one fold more each way where p
     // is not a power of two): 64 emulated ranks on 2 cores took 28 s an epoch against 33 s with
-    // the ring. Its allgather is linear, p - 1 messages a rank, unless recursive doubling is
-    // asked for (used where p is a power of two): at 64 ranks 0.11-0.17 s against 0.27-0.30 s
-    // for the epoch end's figures. A control message's allgather is a gather and a broadcast
+    // the ring. Its allgather (of more than kControlBytes a rank) is linear, p - 1 messages a
+    // rank, unless recursive doubling is asked for (used where p is a power of two): log2 p
+    // rounds. A control message's allgather is a gather and a broadcast
     // (allgather_bytes), the broadcast by a k-nomial tree of radix 8: at 256 ranks radix 8 and
     // 16 took 22 and 21 ms, 4 (Open MPI's default) 31 ms, binomial 36 ms, linear 37 ms. A value the
     // user set (environment, mpirun --mca) is kept; other MPIs ignore the variables.

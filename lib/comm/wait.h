@@ -13,9 +13,9 @@
 //          covers a shared-memory transfer of the cnn's gradient and bounds the CPU a slow link
 //          costs to it per collective. Costs one
 //          barrier and up to kMaxSleep of latency per collective. An allgather of at most
-//          kControlBytes a rank (the control plane's) has no barrier before it: its own rounds
-//          are polled as the barrier's would be (a few KiB a rank move within them), so it
-//          costs one collective's rounds, not two. The
+//          kControlBytes a rank (the control plane's) has no barrier before it: it is a gather
+//          to rank 0 and a broadcast, each polled as the barrier's would be (a few KiB a rank
+//          move within them), in which every rank waits once or twice. The
 //          sharded update's reduce-scatter and allgather then go around the own ring
 //          (lib/comm/ring.h), every rank polling its messages as its own wait says: each ring
 //          step's messages without sleeps for up to kDataSpin, then with sleeps. --overlap's
