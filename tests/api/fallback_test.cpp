@@ -1,6 +1,7 @@
 // dbs::last_fallback: why the remote planner did not use the daemon's plan, the same cause on
 // every rank. A fake daemon on loopback (a plain socket per connection, one thread each)
-// answers reports with a plan of another job; an address nothing listens on is an outage.
+// answers reports with a plan of another job and counts them; an address nothing listens on is
+// an outage. And Planner::send_ahead: the report reaches the daemon before next(), once.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
