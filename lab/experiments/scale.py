@@ -18,8 +18,8 @@ daemon client, trace and checkpoint are the real ones. Per size, the runs (--run
   best-after   and after it: 3 epochs each of the spec with its slowdown dropped or from the start
   kill         dbs through the daemon, the daemon killed (SIGKILL) after epoch --kill-after: the
                embedded fallback must plan the rest and the run end with every epoch
-  collective   no training: dbs-bench allreduce times one allgather of a rank's 320 bytes of figures a
-               rank among the N processes, waiting as MPI's blocking call does (spin) and as the
+  collective   no training: dbs-bench allreduce times one allgather of a rank's 424 bytes of figures
+               among the N processes, waiting as MPI's blocking call does (spin) and as the
                emulated agents do (sleep): what one collective of the control plane costs on
                this machine whatever dbs does around it
 
@@ -70,7 +70,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STUDY = "scale"
 RUNS = ("static", "dbs", "daemon", "best-before", "best-after", "kill", "collective")
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
-REPORT_BYTES = 320  # a rank's figures in the epoch end's allgather: report, timing, CPU, check, arrival
+REPORT_BYTES = 424  # a rank's figures in the epoch end's allgather: report, timing, CPU, check, end, share
 TARGET_RATIO, TARGET_GAIN, TARGET_CHANGES, TARGET_CONTROL = 1.05, 0.95, 1, 0.01
 IMPROPER = re.compile(r"mpirun has exited due to process rank \d+ with PID \d+ on\s+node \S+ exiting improperly")
 PACE = re.compile(r"^emulation: (\d+) steps on (\d+) ranks; asked ([0-9.]+) s, took ([0-9.]+) s "
@@ -525,8 +525,7 @@ def figures(recs):
             c = {k: mean([e["control"].get(k, 0.0) for e in es])
                  for k in ("reports_s", "plan_s", "daemon_s", "check_s", "total_s")}
             c["max_total_s"] = max(e["control"]["total_s"] for e in es)
-            # waited_s: the wait in the reports' allgather for the last rank to arrive (absent
-            # from older records)
+            # waited_s: the wait for the last rank to end its steps (absent from older records)
             known = all("waited_s" in e["control"] for e in es)
             c["waited_s"] = mean([e["control"]["waited_s"] for e in es]) if known else None
             c["own_s"] = c["total_s"] - c["waited_s"] if known else None
@@ -604,17 +603,18 @@ def tables(records):
         for run, c in f["control"].items():
             own = c["own_s"]
             rows.append([f["ranks"], "embedded" if run == "dbs" else "daemon", ms(c["reports_s"]),
-                         "-" if c["waited_s"] is None else ms(c["waited_s"]),
                          ms(c["plan_s"] - c["daemon_s"]), ms(c["daemon_s"])]
                         + ([ms(c["check_s"])] if own_check else [])
                         + [ms(c["total_s"]), ms(c["max_total_s"]), "%.2f%%" % (100 * c["total_s"] / 10),
+                           "-" if c["waited_s"] is None else ms(c["waited_s"]),
                            "-" if own is None else ms(own), "-" if own is None else "%.2f%%" % (100 * own / 10)])
     out["control"] = ("Control plane per epoch, rank 0 (mean over the epochs; max total; after the last "
                       "rank's arrival: the total less the wait for it)",
-                      ["ranks", "planner", "reports" if own_check else "reports and check",
-                       "of it, waiting for the last rank", "planning", "daemon round trip"]
+                      ["ranks", "planner", "reports" if own_check else "reports and check", "planning",
+                       "daemon round trip"]
                       + (["plan check"] if own_check else [])
-                      + ["total", "max", "of a 10 s epoch", "after the last rank's arrival", "of a 10 s epoch"],
+                      + ["total", "max", "of a 10 s epoch", "of it, waiting for the last rank",
+                         "after the last rank's arrival", "of a 10 s epoch"],
                       rows)
     rows = []
     for f in figs:
@@ -637,7 +637,7 @@ def tables(records):
                       "%.2f ms" % (1e3 * g["sleep"]["median_s"]),
                      f"{ms(c['total_s'])} ({'daemon' if run == 'daemon' else 'embedded'})" if c else "-",
                      "%.1f" % (c["total_s"] / g["sleep"]["median_s"]) if c else "-"])
-    out["collective"] = ("One collective on this machine: an allgather of a rank's 320 bytes of figures among the "
+    out["collective"] = ("One collective on this machine: an allgather of a rank's 424 bytes of figures among the "
                          "ranks' processes (median of 5, arrivals aligned), beside the control plane per epoch",
                          ["ranks", "allgather, blocking (spin)", "allgather, sleeping waits", "control plane",
                           "control plane / sleeping allgather"], floor)

@@ -34,16 +34,18 @@ std::string host_name() {
 
 using Clock = std::chrono::steady_clock;
 
-// What each rank gives the epoch end's allgather: its share of the daemon's plan, or whether it
-// received a plan of another job instead, and that job (its first 63 bytes).
+// What each rank gives the epoch end's allgather (or the caller's gather: SharesAhead): its
+// share of the daemon's plan, or whether it received a plan of another job instead, and that job
+// (its first 63 bytes).
 struct Word {
   proto::Share share;
   std::uint8_t foreign = 0;  // 1: a plan of another job
   char foreign_job[63] = {};
 };
 static_assert(std::is_trivially_copyable_v<Word>);
+static_assert(sizeof(Word) == kShareBytes);
 
-class RemotePlanner : public Planner, public WithFallback {
+class RemotePlanner : public Planner, public WithFallback, public SharesAhead {
  public:
   RemotePlanner(const Remote& remote, const Settings& settings, const Group& group);
   ~RemotePlanner() override;
@@ -61,6 +63,8 @@ class RemotePlanner : public Planner, public WithFallback {
   }
   void finish(bool done) override;
   void send_ahead(const Report& mine) override;
+  void share_ahead(const Report& mine, std::span<std::byte, kShareBytes> out) override;
+  Planned next_gathered(std::span<const Report> reports, std::span<const std::byte> all) override;
   const Fallback& fallback() const override { return fallback_why_; }
   double waited_s() const override { return waited_s_; }
 
@@ -77,10 +81,16 @@ class RemotePlanner : public Planner, public WithFallback {
   // This rank's share of the daemon's plan of `epoch`, or nothing with `why` set. Blocks up to
   // the timeout.
   std::optional<proto::PlanMsg> wait_plan(std::int64_t epoch, std::string& why);
+  // What this rank gives the other ranks of `mine`, its share (or the plan of another job it
+  // received instead).
+  Word word_of(const std::optional<proto::PlanMsg>& mine);
   // The plan every rank holds a share of, or nothing with fallback_why_ set (the same verdict
-  // and cause on every rank: they follow from the allgathered words alone).
-  std::optional<Plan> agree(const std::optional<proto::PlanMsg>& mine, std::int64_t epoch,
-                            const std::string& why);
+  // and cause on every rank: they follow from every rank's word, `all`, alone).
+  std::optional<Plan> agree(const std::optional<proto::PlanMsg>& mine, std::span<const Word> all,
+                            std::int64_t epoch, const std::string& why);
+  // The epoch end's plan: the daemon's when the ranks agree on it, else `embedded`.
+  Planned conclude(Planned embedded, const std::optional<proto::PlanMsg>& mine,
+                   std::span<const Word> all, std::int64_t epoch, const std::string& why);
 
   Remote remote_;
   Allgather allgather_;
@@ -106,7 +116,10 @@ class RemotePlanner : public Planner, public WithFallback {
   int failures_at_send_ = 0;  // failures_ when report_line_ was sent
   bool fell_back_ = false;    // the last epoch did not get the daemon's plan
   Fallback fallback_why_;     // why, after the last next(); next() alone writes it
-  double waited_s_ = 0;       // the last next()'s wait for the daemon's plan
+  double waited_s_ = 0;       // the last epoch end's wait for the daemon's plan
+  // share_ahead's share of the epoch ending (nothing: none came) and why none came.
+  std::optional<proto::PlanMsg> ahead_;
+  std::string ahead_why_;
 };
 
 RemotePlanner::RemotePlanner(const Remote& remote, const Settings& settings, const Group& group)
@@ -247,8 +260,7 @@ std::optional<proto::PlanMsg> RemotePlanner::wait_plan(std::int64_t epoch, std::
   }
 }
 
-std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mine,
-                                         std::int64_t epoch, const std::string& why) {
+Word RemotePlanner::word_of(const std::optional<proto::PlanMsg>& mine) {
   Word word;
   if (mine) {  // a rank that holds its share of this job's plan ignores stray ones
     word.share = proto::share_of(*mine);
@@ -259,8 +271,12 @@ std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mi
       std::strncpy(word.foreign_job, foreign_->c_str(), sizeof word.foreign_job - 1);
     }
   }
-  std::vector<Word> all(static_cast<std::size_t>(world_));
-  allgather_(&word, sizeof word, all.data());
+  return word;
+}
+
+std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mine,
+                                         std::span<const Word> all, std::int64_t epoch,
+                                         const std::string& why) {
   // A plan of another job on any rank: the address is not this job's daemon, or the daemon is
   // faulty. Every rank names the first such rank, from the same words.
   for (int r = 0; r < world_; ++r) {
@@ -269,7 +285,7 @@ std::optional<Plan> RemotePlanner::agree(const std::optional<proto::PlanMsg>& mi
     const char* other = w.foreign_job;
     fallback_why_ = {Fallback::Cause::foreign,
                      "rank " + std::to_string(r) + " received a plan for job '" +
-                         std::string(other, strnlen(other, sizeof word.foreign_job)) +
+                         std::string(other, strnlen(other, sizeof w.foreign_job)) +
                          "' from the daemon at " + remote_.address + ", this is job '" +
                          remote_.job + "'"};
     return std::nullopt;
@@ -315,23 +331,54 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
   // daemon does.
   Planned embedded = fallback_.next(reports);
   std::string why;
-  fallback_why_ = {};
   const std::optional<proto::PlanMsg> mine = wait_plan(want, why);
   waited_s_ = std::chrono::duration<double>(Clock::now() - waiting).count();
-  const std::optional<Plan> plan = agree(mine, want, why);
-  const bool agreed = plan.has_value();
+  const Word word = word_of(mine);
+  std::vector<Word> all(static_cast<std::size_t>(world_));
+  allgather_(&word, sizeof word, all.data());
+  return conclude(std::move(embedded), mine, all, want, why);
+}
+
+void RemotePlanner::share_ahead(const Report& mine, std::span<std::byte, kShareBytes> out) {
+  if (mine.rank == rank_) submit(mine);
+  const auto waiting = Clock::now();
+  ahead_why_.clear();
+  ahead_ = wait_plan(plan().epoch + 1, ahead_why_);
+  waited_s_ = std::chrono::duration<double>(Clock::now() - waiting).count();
+  const Word word = word_of(ahead_);
+  std::memcpy(out.data(), &word, sizeof word);
+}
+
+Planned RemotePlanner::next_gathered(std::span<const Report> reports,
+                                     std::span<const std::byte> all) {
+  if (all.size() != static_cast<std::size_t>(world_) * sizeof(Word))
+    throw InputError(format("next_gathered: %zu bytes of shares for %d ranks of %zu bytes",
+                            all.size(), world_, sizeof(Word)));
+  std::vector<Word> words(static_cast<std::size_t>(world_));
+  std::memcpy(words.data(), all.data(), all.size());
+  const std::int64_t want = plan().epoch + 1;
+  const std::optional<proto::PlanMsg> mine = std::move(ahead_);
+  ahead_.reset();
+  return conclude(fallback_.next(reports), mine, words, want, ahead_why_);
+}
+
+Planned RemotePlanner::conclude(Planned embedded, const std::optional<proto::PlanMsg>& mine,
+                                std::span<const Word> all, std::int64_t epoch,
+                                const std::string& why) {
+  fallback_why_ = {};
+  const std::optional<Plan> plan = agree(mine, all, epoch, why);
   {
     std::lock_guard lock(mutex_);
     report_line_.clear();
   }
-  if (agreed) {
+  if (plan) {
     if (fell_back_)
-      log::info("epoch " + std::to_string(want + 1) + ": planned by the daemon again");
+      log::info("epoch " + std::to_string(epoch + 1) + ": planned by the daemon again");
     fell_back_ = false;
     fallback_.adopt(*plan);
     return {*plan, "daemon"};
   }
-  log::warn("epoch " + std::to_string(want + 1) +
+  log::warn("epoch " + std::to_string(epoch + 1) +
             " uses the embedded policy: " + fallback_why_.why);
   fell_back_ = true;
   embedded.source = "embedded-fallback";

@@ -20,14 +20,15 @@ namespace dbs::trace {
 struct Control {
   double reports_s = 0;  // the allgather of every rank's report, timing and CPU figures, and
                          // its check (the plan that ran and the parameters, the stop signal)
-  // The part of reports_s before the last rank arrived in that allgather (by the ranks' wall
+                         // and, with a daemon, every rank's share of its plan
+  // The part of the total before the last rank reached the epoch's end (by the ranks' wall
   // clocks: exact on one host, as close as the hosts' clocks are across them): the spread of
   // the ranks' ends of the epoch's last step, which the next step's allreduce would wait out
   // were there no epoch end.
   double waited_s = 0;
-  double plan_s = 0;    // the planner's next plan: the policy, or the daemon's and the ranks'
-                        // agreement on it (daemon_s of it)
-  double daemon_s = 0;  // waiting for the daemon's plan: the round trip (0: embedded)
+  double plan_s = 0;    // the planner's next plan: the policy, or the wait for the daemon's (before
+                        // the allgather: daemon_s of it) and the ranks' agreement on it
+  double daemon_s = 0;  // waiting for this rank's share of the daemon's plan (0: embedded)
   double total_s() const { return reports_s + plan_s; }
 };
 nlohmann::json to_json(const Control& c);

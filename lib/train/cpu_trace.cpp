@@ -1,10 +1,13 @@
-// The end of an epoch's figures: every rank's report, timing, CPU quota, check and arrival time
-// in one allgather (one collective, not four: at hundreds of ranks each costs the control plane),
+// The end of an epoch's figures: every rank's report, timing, CPU quota, check, the time it reached
+// the epoch's end and its share of the daemon's plan in one allgather (one collective, not five: at
+// hundreds of ranks each costs the control plane),
 // and the timing and cpu records (lib/trace/records.h): every rank's timing, and the CPU quota and
 // cumulative throttling of the ranks held by a quota (a cgroup cpu limit) or ever throttled;
 // nothing on unlimited ranks.
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <type_traits>
 
 #include "lib/common/cpu_quota.h"
@@ -15,8 +18,7 @@
 
 namespace dbs::train {
 
-Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Report& report,
-                                        std::uint64_t fingerprint) {
+Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Ending& ending) {
   struct Cpu {
     double cores = 0;     // 0 = no quota
     double period_s = 0;  // the quota's period
@@ -30,23 +32,26 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Report& report
     Cpu cpu;
     std::uint64_t fingerprint = 0;
     std::int64_t stop = 0;
-    double arrived_s = 0;  // when the rank entered the allgather, wall clock seconds
+    double ended_s = 0;              // when the rank's steps ended, wall clock seconds
+    std::int64_t carries_share = 0;  // 1: share holds the rank's share of the daemon's plan
+    std::array<std::byte, planner::kShareBytes> share{};
   };
   static_assert(std::is_trivially_copyable_v<Figures>);
-  const auto wall_now = [] {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  Figures mine{report, timing_, {}, fingerprint, stop_signal() != 0 ? 1 : 0, wall_now()};
+  Figures mine{ending.report, timing_, {}, ending.fingerprint, stop_signal() != 0 ? 1 : 0,
+               ending.ended_s};
+  if (ending.share) {
+    mine.carries_share = 1;
+    mine.share = *ending.share;
+  }
   if (const auto q = read_cpu_quota())
     mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
   Gathered out;
-  double last = mine.arrived_s;
-  for (const Figures& f : all) last = std::max(last, f.arrived_s);
-  out.waited_s = last - mine.arrived_s;
+  double last = mine.ended_s;
+  for (const Figures& f : all) last = std::max(last, f.ended_s);
+  out.waited_s = last - mine.ended_s;
   timings_.clear();
   for (std::size_t r = 0; r < all.size(); ++r) {
     const Figures& f = all[r];
@@ -56,7 +61,13 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Report& report
           "rank 0 has fingerprint %llu, rank %zu has %llu",
           static_cast<long long>(epoch + 1), static_cast<unsigned long long>(all[0].fingerprint), r,
           static_cast<unsigned long long>(f.fingerprint)));
+    if (f.carries_share != all[0].carries_share)
+      throw CheckError(format(
+          "ranks disagree on who plans after epoch %lld: rank 0 %s the daemon's plan, rank %zu %s",
+          static_cast<long long>(epoch + 1), all[0].carries_share != 0 ? "waited for" : "has no", r,
+          f.carries_share != 0 ? "waited for it" : "has no daemon"));
     out.reports.push_back(f.report);
+    if (f.carries_share != 0) out.shares.insert(out.shares.end(), f.share.begin(), f.share.end());
     out.stop = out.stop || f.stop != 0;
     timings_.push_back(f.timing);
   }

@@ -1,7 +1,10 @@
 #include "lib/train/trainer.h"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -31,6 +34,11 @@ std::uint64_t fingerprint(const Plan& plan, std::span<const float> params) {
   std::uint64_t h = fnv1a(plan.batch.data(), plan.batch.size() * sizeof(int));
   h = fnv1a(plan.offset.data(), plan.offset.size() * sizeof(int), h);
   return fnv1a(params.data(), params.size_bytes(), h);
+}
+
+// Wall-clock seconds: the ranks' times compare across ranks (exactly on one host).
+double wall_clock_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::vector<Report> gather_reports(comm::Communicator& comm, const Report& mine) {
@@ -182,20 +190,34 @@ RunResult Trainer::run() {
     }
     const std::pair<double, double> test = evaluate();
     trace::Control control;
+    const double ended_s = wall_clock_s();
     Stopwatch clock;
     // The report next() plans from (unless the epoch re-planned inside: the window's), to a
-    // daemon now, which plans while the ranks gather.
-    if (es.plan_reports.empty()) planner_->send_ahead(es.report);
+    // daemon now, which plans while the ranks gather. A remote planner's ranks then wait for
+    // their shares of the daemon's plan and carry them in the gather of the reports (planning
+    // time: the daemon's round trip), so that agreeing on the plan takes no collective of its own.
+    auto* ahead = es.plan_reports.empty() ? dynamic_cast<planner::SharesAhead*>(planner_) : nullptr;
+    std::array<std::byte, planner::kShareBytes> share{};
+    if (ahead) {
+      ahead->share_ahead(es.report, share);
+    } else if (es.plan_reports.empty()) {
+      planner_->send_ahead(es.report);
+    }
+    const double shared_s = clock.seconds();
+    clock.reset();
     // The check of the plan that ran and the parameters travels with the reports. The next plan
     // is the same on every rank: made by the same policy from the same reports, or the daemon's
     // shared by the planner; the next epoch's end checks it as the plan that ran.
-    const auto [reports, stop, waited_s] =
-        gather_epoch(e, es.report, fingerprint(planner_->plan(), model_->params()));
+    const Gathered g = gather_epoch(e, {es.report, fingerprint(planner_->plan(), model_->params()),
+                                        ended_s, ahead ? &share : nullptr});
     control.reports_s = clock.seconds();
-    control.waited_s = std::clamp(waited_s, 0.0, control.reports_s);
     clock.reset();
-    const Planned next = planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
-    control.plan_s = clock.seconds();
+    const std::vector<Report>& reports = g.reports;
+    const Planned next = ahead
+                             ? ahead->next_gathered(reports, g.shares)
+                             : planner_->next(es.plan_reports.empty() ? reports : es.plan_reports);
+    control.plan_s = shared_s + clock.seconds();
+    control.waited_s = std::clamp(g.waited_s, 0.0, control.total_s());
     if (const auto* remote = dynamic_cast<const planner::WithFallback*>(planner_))
       control.daemon_s = remote->waited_s();
     EpochResult r = result_of(e, es, reports, test, std::move(batch_at_start));
@@ -208,7 +230,7 @@ RunResult Trainer::run() {
     trace_epoch(r, reports, next);
     results_.push_back(r);
     if (!config_.checkpoint_dir.empty()) save_checkpoint();
-    if (e + 1 < config_.epochs && stop) {
+    if (e + 1 < config_.epochs && g.stop) {
       out.stop_signal = agreed_signal(comm_);
       out.stop_epoch = e + 2;
       break;

@@ -4,6 +4,8 @@
 // a new plan from the planner at the end of every epoch (and every K steps with rebalance_every).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "lib/nn/model.h"
 #include "lib/optim/optimizer.h"
 #include "lib/planner/planner.h"
+#include "lib/planner/remote.h"
 #include "lib/trace/records.h"
 #include "lib/trace/trace.h"
 #include "lib/train/config.h"
@@ -121,17 +124,25 @@ class Trainer {
   // a checkpoint keeps every rank's.
   bool own_optimizer_states() const;
 
-  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_), CPU quota and check
-  // of `epoch` at once, and writes their timing and cpu records (a collective). The check is
-  // this rank's fingerprint of the plan that ran and the parameters, and whether it has had a
-  // stop signal: throws CheckError where the fingerprints differ. Returns the reports in rank
-  // order and whether any rank has had a stop signal (the same on every rank).
+  // cpu_trace.cpp: allgathers every rank's report, timing (into timings_), CPU quota, check and
+  // share of the daemon's plan of `epoch` at once, and writes their timing and cpu records (a
+  // collective). The check is this rank's fingerprint of the plan that ran and the parameters,
+  // and whether it has had a stop signal: throws CheckError where the fingerprints differ, or
+  // where some ranks carry a share and others not. Returns the reports in rank order, whether
+  // any rank has had a stop signal (the same on every rank) and the shares.
+  struct Ending {
+    const Report& report;
+    std::uint64_t fingerprint = 0;
+    double ended_s = 0;  // when this rank reached the epoch's end, wall clock seconds
+    const std::array<std::byte, planner::kShareBytes>* share = nullptr;  // none: no SharesAhead
+  };
   struct Gathered {
     std::vector<Report> reports;
     bool stop = false;
-    double waited_s = 0;  // this rank's wait in the allgather for the last rank to arrive
+    double waited_s = 0;            // from this rank's end of the steps to the last rank's
+    std::vector<std::byte> shares;  // every rank's share in rank order; empty: none carried
   };
-  Gathered gather_epoch(std::int64_t epoch, const Report& report, std::uint64_t fingerprint);
+  Gathered gather_epoch(std::int64_t epoch, const Ending& mine);
 
   // output.cpp, rank 0's output.
   void print_header() const;

@@ -1,7 +1,8 @@
 // dbs::last_fallback: why the remote planner did not use the daemon's plan, the same cause on
 // every rank. A fake daemon on loopback (a plain socket per connection, one thread each)
 // answers reports with a plan of another job and counts them; an address nothing listens on is
-// an outage. And Planner::send_ahead: the report reaches the daemon before next(), once.
+// an outage. And Planner::send_ahead: the report reaches the daemon before next(), once; and
+// the shares carried in the caller's gather of the reports (SharesAhead).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <atomic>
 #include <chrono>
 #include <dbs/meter.h>
@@ -22,6 +25,7 @@
 
 #include "lib/comm/group.h"
 #include "lib/comm/local.h"
+#include "lib/planner/remote.h"
 #include "lib/proto/codec.h"
 #include "lib/proto/messages.h"
 
@@ -177,6 +181,50 @@ TEST_CASE("Api.SendAhead.TheDaemonHasTheReportBeforeTheRanksGatherAndNextDoesNot
   });
   CHECK(ahead == 2);
   CHECK(daemon.reports() == 2);  // next() sent neither report again
+}
+
+// The shares carried in the caller's gather: the same verdict on every rank as next()'s own
+// allgather gives, with each report sent once.
+TEST_CASE("Planner.SharesAhead.ForeignPlanOnOneRankInTheCallersGatherIsForeignOnEveryRank") {
+  ForeignDaemon daemon({1});  // rank 0 gets no plan: its share_ahead waits the timeout
+  std::vector<dbs::Fallback> got(2);
+  std::vector<std::string> sources(2);
+  dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
+    const dbs::Group g = dbs::comm::group_of(comm);
+    dbs::Remote remote;
+    remote.address = daemon.address();
+    remote.job = "mine";
+    remote.timeout_s = 0.5;
+    dbs::Settings s;
+    s.samples_per_epoch = 1024;
+    auto planner = dbs::make_planner(s, g, remote);
+    auto* ahead = dynamic_cast<dbs::planner::SharesAhead*>(planner.get());
+    REQUIRE(ahead != nullptr);
+    dbs::Meter m;
+    for (int i = 0; i < 8; ++i) m.step(64, 0.064);
+    const dbs::Report mine = m.report(planner->plan(), g.rank);
+    std::array<std::byte, dbs::planner::kShareBytes> share{};
+    ahead->share_ahead(mine, share);
+    std::vector<std::byte> all(2 * share.size());
+    comm.allgather_bytes(share.data(), share.size(), all.data());
+    const std::vector<dbs::Report> reports = dbs::gather_reports(g, mine);
+    CHECK_THROWS_AS(ahead->next_gathered(reports, std::span(all).first(share.size())),
+                    dbs::InputError);
+    const dbs::Planned p = ahead->next_gathered(reports, all);
+    CHECK(p.plan.batch != std::vector<int>{100, 28});
+    const auto r = static_cast<std::size_t>(comm.rank());
+    sources[r] = p.source;
+    got[r] = dbs::last_fallback(*planner);
+    planner->finish(true);
+  });
+  const std::string why = "rank 1 received a plan for job 'other' from the daemon at " +
+                          daemon.address() + ", this is job 'mine'";
+  for (int r = 0; r < 2; ++r) {
+    CHECK(sources[static_cast<std::size_t>(r)] == "embedded-fallback");
+    CHECK(got[static_cast<std::size_t>(r)].cause == dbs::Fallback::Cause::foreign);
+    CHECK(got[static_cast<std::size_t>(r)].why == why);
+  }
+  CHECK(daemon.reports() == 2);
 }
 
 TEST_CASE("Api.LastFallback.EmbeddedPlannerNeverFallsBack") {
