@@ -115,7 +115,7 @@ class RemotePlanner : public Planner, public WithFallback, public SharesAhead {
                               // its plan arrives; cleared at the end of next()
   int failures_at_send_ = 0;  // failures_ when report_line_ was sent
   bool fell_back_ = false;    // the last epoch did not get the daemon's plan
-  Fallback fallback_why_;     // why, after the last next(); next() alone writes it
+  Fallback fallback_why_;     // why, after the last epoch end; conclude() alone writes it
   double waited_s_ = 0;       // the last epoch end's wait for the daemon's plan
   // share_ahead's share of the epoch ending (nothing: none came) and why none came.
   std::optional<proto::PlanMsg> ahead_;
@@ -352,7 +352,7 @@ void RemotePlanner::share_ahead(const Report& mine, std::span<std::byte, kShareB
 Planned RemotePlanner::next_gathered(std::span<const Report> reports,
                                      std::span<const std::byte> all) {
   if (all.size() != static_cast<std::size_t>(world_) * sizeof(Word))
-    throw InputError(format("next_gathered: %zu bytes of shares for %d ranks of %zu bytes",
+    throw InputError(format("next_gathered: %zu bytes of shares, expected %d ranks' %zu bytes each",
                             all.size(), world_, sizeof(Word)));
   std::vector<Word> words(static_cast<std::size_t>(world_));
   std::memcpy(words.data(), all.data(), all.size());

@@ -32,7 +32,7 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Ending& ending
     Cpu cpu;
     std::uint64_t fingerprint = 0;
     std::int64_t stop = 0;
-    double ended_s = 0;              // when the rank's steps ended, wall clock seconds
+    double ended_s = 0;              // when the rank reached the epoch's end, wall clock seconds
     std::int64_t carries_share = 0;  // 1: share holds the rank's share of the daemon's plan
     std::array<std::byte, planner::kShareBytes> share{};
   };
@@ -48,6 +48,9 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Ending& ending
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());
 
+  const auto said = [](std::int64_t carries) {
+    return carries != 0 ? "waited for the daemon's plan" : "has no daemon";
+  };
   Gathered out;
   double last = mine.ended_s;
   for (const Figures& f : all) last = std::max(last, f.ended_s);
@@ -63,9 +66,8 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Ending& ending
           static_cast<unsigned long long>(f.fingerprint)));
     if (f.carries_share != all[0].carries_share)
       throw CheckError(format(
-          "ranks disagree on who plans after epoch %lld: rank 0 %s the daemon's plan, rank %zu %s",
-          static_cast<long long>(epoch + 1), all[0].carries_share != 0 ? "waited for" : "has no", r,
-          f.carries_share != 0 ? "waited for it" : "has no daemon"));
+          "ranks disagree on who plans after epoch %lld: rank 0 %s, rank %zu %s",
+          static_cast<long long>(epoch + 1), said(all[0].carries_share), r, said(f.carries_share)));
     out.reports.push_back(f.report);
     if (f.carries_share != 0) out.shares.insert(out.shares.end(), f.share.begin(), f.share.end());
     out.stop = out.stop || f.stop != 0;

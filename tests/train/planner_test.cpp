@@ -1,18 +1,21 @@
 // The trainer and its planner: re-plans inside an epoch through the planner, a resumed dbs run
-// that continues from the checkpointed estimator state, and the daemon planner's fallback state
-// in the checkpoint.
+// that continues from the checkpointed estimator state, the daemon planner's fallback state
+// in the checkpoint, and ranks that disagree on whether a daemon plans.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/comm/group.h"
+#include "lib/comm/local.h"
 #include "lib/planner/remote.h"
 #include "lib/train/config.h"
 #include "tests/train/helpers.h"
@@ -177,4 +180,33 @@ TEST_CASE("Train.Checkpoint.DaemonFallbackKeepsTheEstimatesItPlannedWith") {
   CHECK(state[2] > 0);
   CHECK(state == planners[0]->state());
   std::filesystem::remove_all(dir);
+}
+
+// A job whose ranks disagree on whether a daemon plans (one rank's planner remote, the other's
+// embedded) stops at the first epoch's end with one error on every rank, naming both.
+TEST_CASE("Train.Daemon.RanksThatDisagreeOnTheDaemonStopWithOneErrorEach") {
+  train::Config c = small_config("lenet", 512);
+  Remote daemon;
+  daemon.address = "127.0.0.1:1";  // nothing listens there: refused at once
+  daemon.job = "mixed-test";
+  std::vector<std::string> errors(2);
+  CHECK_THROWS_AS(comm::LocalGroup::run(2, [&](comm::Communicator& comm) {
+    const train::Config cfg = c;
+    const Settings s = train::settings_of(cfg, fashion().train.n);
+    std::unique_ptr<Planner> p =
+        comm.rank() == 0 ? planner::make_remote(daemon, s, comm::group_of(comm))
+                         : std::unique_ptr<Planner>(
+                               std::make_unique<planner::Embedded>(s, comm.size()));
+    try {
+      train::run(cfg, comm, fashion(), p.get());
+    } catch (const CheckError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      throw;
+    }
+  }),
+                  CheckError);
+  for (const std::string& e : errors)
+    CHECK(e ==
+          "ranks disagree on who plans after epoch 1: rank 0 waited for the daemon's plan, rank 1 "
+          "has no daemon");
 }
