@@ -108,23 +108,33 @@ class ForeignDaemon {
   std::vector<std::pair<int, std::thread>> connections_;  // touched by the accept thread only
 };
 
+// The planner of job "mine" on one of the in-process ranks of g, planned by the daemon at
+// address, and that rank's report of an epoch of 8 steps of 64 samples under it.
+std::unique_ptr<dbs::Planner> planner_of(const dbs::Group& g, const std::string& address,
+                                         double timeout_s) {
+  dbs::Remote remote;
+  remote.address = address;
+  remote.job = "mine";
+  remote.timeout_s = timeout_s;
+  dbs::Settings s;
+  s.samples_per_epoch = 1024;
+  return dbs::make_planner(s, g, remote);
+}
+dbs::Report report_of(const dbs::Planner& planner, int rank) {
+  dbs::Meter m;
+  for (int i = 0; i < 8; ++i) m.step(64, 0.064);
+  return m.report(planner.plan(), rank);
+}
+
 // One epoch end of job "mine" on 2 in-process ranks planned by the daemon at address: each
 // rank's source and Fallback.
 std::vector<std::pair<std::string, dbs::Fallback>> epoch_end(const std::string& address) {
   std::vector<std::pair<std::string, dbs::Fallback>> out(2);
   dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
     const dbs::Group g = dbs::comm::group_of(comm);
-    dbs::Remote remote;
-    remote.address = address;
-    remote.job = "mine";
-    remote.timeout_s = 1;
-    dbs::Settings s;
-    s.samples_per_epoch = 1024;
-    auto planner = dbs::make_planner(s, g, remote);
+    auto planner = planner_of(g, address, 1);
     CHECK(dbs::last_fallback(*planner).cause == dbs::Fallback::Cause::none);
-    dbs::Meter m;
-    for (int i = 0; i < 8; ++i) m.step(64, 0.064);
-    const dbs::Planned p = planner->next(dbs::gather_reports(g, m.report(planner->plan(), g.rank)));
+    const dbs::Planned p = planner->next(dbs::gather_reports(g, report_of(*planner, g.rank)));
     CHECK(p.plan.batch != std::vector<int>{100, 28});
     out[static_cast<std::size_t>(comm.rank())] = {p.source, dbs::last_fallback(*planner)};
     planner->finish(true);
@@ -160,16 +170,8 @@ TEST_CASE("Api.SendAhead.TheDaemonHasTheReportBeforeTheRanksGatherAndNextDoesNot
   std::atomic<int> ahead{0};
   dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
     const dbs::Group g = dbs::comm::group_of(comm);
-    dbs::Remote remote;
-    remote.address = daemon.address();
-    remote.job = "mine";
-    remote.timeout_s = 0.5;
-    dbs::Settings s;
-    s.samples_per_epoch = 1024;
-    auto planner = dbs::make_planner(s, g, remote);
-    dbs::Meter m;
-    for (int i = 0; i < 8; ++i) m.step(64, 0.064);
-    const dbs::Report mine = m.report(planner->plan(), g.rank);
+    auto planner = planner_of(g, daemon.address(), 0.5);
+    const dbs::Report mine = report_of(*planner, g.rank);
     planner->send_ahead(mine);
     // Both ranks' reports reach the daemon before either rank gathers or plans.
     for (int i = 0; i < 400 && daemon.reports() < 2; ++i)
@@ -191,18 +193,10 @@ TEST_CASE("Planner.SharesAhead.ForeignPlanOnOneRankInTheCallersGatherIsForeignOn
   std::vector<std::string> sources(2);
   dbs::comm::LocalGroup::run(2, [&](dbs::comm::Communicator& comm) {
     const dbs::Group g = dbs::comm::group_of(comm);
-    dbs::Remote remote;
-    remote.address = daemon.address();
-    remote.job = "mine";
-    remote.timeout_s = 0.5;
-    dbs::Settings s;
-    s.samples_per_epoch = 1024;
-    auto planner = dbs::make_planner(s, g, remote);
+    auto planner = planner_of(g, daemon.address(), 0.5);
     auto* ahead = dynamic_cast<dbs::planner::SharesAhead*>(planner.get());
     REQUIRE(ahead != nullptr);
-    dbs::Meter m;
-    for (int i = 0; i < 8; ++i) m.step(64, 0.064);
-    const dbs::Report mine = m.report(planner->plan(), g.rank);
+    const dbs::Report mine = report_of(*planner, g.rank);
     std::array<std::byte, dbs::planner::kShareBytes> share{};
     ahead->share_ahead(mine, share);
     std::vector<std::byte> all(2 * share.size());
