@@ -340,7 +340,7 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
 }
 
 void RemotePlanner::share_ahead(const Report& mine, std::span<std::byte, kShareBytes> out) {
-  if (mine.rank == rank_) submit(mine);
+  send_ahead(mine);
   const auto waiting = Clock::now();
   ahead_why_.clear();
   ahead_ = wait_plan(plan().epoch + 1, ahead_why_);
