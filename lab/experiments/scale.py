@@ -525,7 +525,7 @@ def figures(recs):
             c = {k: mean([e["control"].get(k, 0.0) for e in es])
                  for k in ("reports_s", "plan_s", "daemon_s", "check_s", "total_s")}
             c["max_total_s"] = max(e["control"]["total_s"] for e in es)
-            # waited_s: the wait for the last rank to end its steps (absent from older records)
+            # waited_s: the wait for the last rank to reach the epoch's end (absent from older records)
             known = all("waited_s" in e["control"] for e in es)
             c["waited_s"] = mean([e["control"]["waited_s"] for e in es]) if known else None
             c["own_s"] = c["total_s"] - c["waited_s"] if known else None
