@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "lib/common/error.h"
 #include "lib/common/format.h"
@@ -126,24 +129,40 @@ std::vector<int> water_fill(std::span<const Cost> costs, int total, int lo, int 
     out[i] = static_cast<int>(std::floor(x));
     left -= out[i];
   }
-  // left is in [0, n) up to rounding in the level; either sign is fixed up exactly.
-  for (; left > 0; --left) {
-    std::size_t best = costs.size();
+  // left is in [0, n) up to rounding in the level; either sign is fixed up exactly, one sample at
+  // a time: to the rank whose next step time is least (ties: lower rank), or from the one whose
+  // step time is greatest (ties: higher rank). Each rank's next step time waits in a heap, so a
+  // plan of many ranks costs n log n, not n per sample.
+  using Next = std::pair<double, std::size_t>;  // (step time, rank)
+  std::vector<Next> heap;
+  if (left > 0) {
     for (std::size_t i = 0; i < costs.size(); ++i)
-      if (out[i] < hi &&
-          (best == costs.size() || costs[i].at(out[i] + 1) < costs[best].at(out[best] + 1)))
-        best = i;
-    DBS_CHECK_LT(best, costs.size());
-    ++out[best];
+      if (out[i] < hi) heap.emplace_back(costs[i].at(out[i] + 1), i);
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  } else if (left < 0) {
+    for (std::size_t i = 0; i < costs.size(); ++i)
+      if (out[i] > lo) heap.emplace_back(costs[i].at(out[i]), i);
+    std::make_heap(heap.begin(), heap.end(), std::less<>());
+  }
+  for (; left > 0; --left) {
+    DBS_CHECK(!heap.empty());
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const std::size_t best = heap.back().second;
+    heap.pop_back();
+    if (++out[best] < hi) {
+      heap.emplace_back(costs[best].at(out[best] + 1), best);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
   }
   for (; left < 0; ++left) {
-    std::size_t worst = costs.size();
-    for (std::size_t i = 0; i < costs.size(); ++i)
-      if (out[i] > lo &&
-          (worst == costs.size() || costs[i].at(out[i]) >= costs[worst].at(out[worst])))
-        worst = i;
-    DBS_CHECK_LT(worst, costs.size());
-    --out[worst];
+    DBS_CHECK(!heap.empty());
+    std::pop_heap(heap.begin(), heap.end(), std::less<>());
+    const std::size_t worst = heap.back().second;
+    heap.pop_back();
+    if (--out[worst] > lo) {
+      heap.emplace_back(costs[worst].at(out[worst]), worst);
+      std::push_heap(heap.begin(), heap.end(), std::less<>());
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -148,6 +149,28 @@ TEST_CASE("Cost.WaterFill.ManyRanksSumExactAndWithinOneSampleOfTheLevel") {
     const double t = dbs::policy::step_time(c, b, 0);
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(c[i].at(b[i] + 1) >= t - 1e-12);
   }
+}
+
+TEST_CASE("Cost.WaterFill.LeftoverSamplesGoToTheLowerRanksAmongEqualCosts") {
+  // 256 alike ranks: 40 samples each and 100 left over, one to each of ranks 0-99.
+  const std::vector<Cost> alike(256, Cost{0.001, 0.002});
+  const std::vector<int> b = dbs::policy::water_fill(alike, 256 * 40 + 100, 1, 256 * 41);
+  for (std::size_t i = 0; i < b.size(); ++i) CHECK(b[i] == (i < 100 ? 41 : 40));
+  // Four node types of 64 alike ranks: within a type, lower ranks hold at least as many samples
+  // and at most one more, and no sample moved to another rank lowers the slowest step.
+  std::vector<Cost> types;
+  for (const double speed : {1.0, 0.75, 0.5, 0.25})
+    for (int k = 0; k < 64; ++k) types.push_back({0.0005, 0.001 / speed});
+  const int total = 256 * 40 + 37;
+  const std::vector<int> t = dbs::policy::water_fill(types, total, 1, total);
+  CHECK(std::accumulate(t.begin(), t.end(), 0) == total);
+  for (std::size_t g = 0; g < 4; ++g) {
+    const auto first = t.begin() + static_cast<std::ptrdiff_t>(64 * g);
+    CHECK(std::is_sorted(first, first + 64, std::greater<>()));
+    CHECK(*first - *(first + 63) <= 1);
+  }
+  const double slowest = dbs::policy::step_time(types, t, 0);
+  for (std::size_t i = 0; i < types.size(); ++i) CHECK(types[i].at(t[i] + 1) >= slowest);
 }
 
 TEST_CASE("Cost.WaterFill.ZeroAlphaIsProportionalAndFixedCostsShiftTheSplit") {
