@@ -27,9 +27,13 @@ class Embedded : public Planner {
   std::optional<Planned> rebalance(std::span<const Report> window) override;
   std::vector<double> state() const override { return policy_->state(); }
   void set_state(const Plan& plan, const std::vector<double>& state) override;
-  // Makes a plan decided elsewhere (the daemon's) the plan in force; the estimator keeps what
-  // it observed.
-  void adopt(const Plan& plan) { plan_ = plan; }
+  // Makes a plan decided elsewhere (the daemon's) the plan in force, after the estimator has
+  // observed the reports it was made from (policy::Policy::observe: as next() would, without
+  // planning). Throws as next() does.
+  void adopt(const Plan& plan, std::span<const Report> reports) {
+    policy_->observe(plan_, reports);
+    plan_ = plan;
+  }
 
  private:
   std::unique_ptr<policy::Policy> policy_;

@@ -88,8 +88,9 @@ class RemotePlanner : public Planner, public WithFallback, public SharesAhead {
   // and cause on every rank: they follow from every rank's word, `all`, alone).
   std::optional<Plan> agree(const std::optional<proto::PlanMsg>& mine, std::span<const Word> all,
                             std::int64_t epoch, const std::string& why);
-  // The epoch end's plan: the daemon's when the ranks agree on it, else `embedded`.
-  Planned conclude(Planned embedded, const std::optional<proto::PlanMsg>& mine,
+  // The epoch end's plan: the daemon's when the ranks agree on it, else the fallback's from
+  // the epoch's reports.
+  Planned conclude(std::span<const Report> reports, const std::optional<proto::PlanMsg>& mine,
                    std::span<const Word> all, std::int64_t epoch, const std::string& why);
 
   Remote remote_;
@@ -327,16 +328,13 @@ Planned RemotePlanner::next(std::span<const Report> reports) {
   for (const auto& r : reports)
     if (r.rank == rank_) submit(r);
   const auto waiting = Clock::now();
-  // The fallback observes every epoch, so it is as current as the daemon; it plans while the
-  // daemon does.
-  Planned embedded = fallback_.next(reports);
   std::string why;
   const std::optional<proto::PlanMsg> mine = wait_plan(want, why);
   waited_s_ = std::chrono::duration<double>(Clock::now() - waiting).count();
   const Word word = word_of(mine);
   std::vector<Word> all(static_cast<std::size_t>(world_));
   allgather_(&word, sizeof word, all.data());
-  return conclude(std::move(embedded), mine, all, want, why);
+  return conclude(reports, mine, all, want, why);
 }
 
 void RemotePlanner::share_ahead(const Report& mine, std::span<std::byte, kShareBytes> out) {
@@ -359,10 +357,11 @@ Planned RemotePlanner::next_gathered(std::span<const Report> reports,
   const std::int64_t want = plan().epoch + 1;
   const std::optional<proto::PlanMsg> mine = std::move(ahead_);
   ahead_.reset();
-  return conclude(fallback_.next(reports), mine, words, want, ahead_why_);
+  return conclude(reports, mine, words, want, ahead_why_);
 }
 
-Planned RemotePlanner::conclude(Planned embedded, const std::optional<proto::PlanMsg>& mine,
+Planned RemotePlanner::conclude(std::span<const Report> reports,
+                                const std::optional<proto::PlanMsg>& mine,
                                 std::span<const Word> all, std::int64_t epoch,
                                 const std::string& why) {
   fallback_why_ = {};
@@ -375,12 +374,15 @@ Planned RemotePlanner::conclude(Planned embedded, const std::optional<proto::Pla
     if (fell_back_)
       log::info("epoch " + std::to_string(epoch + 1) + ": planned by the daemon again");
     fell_back_ = false;
-    fallback_.adopt(*plan);
+    // The fallback observes every epoch, so it is as current as the daemon, and plans only
+    // when its plan is used.
+    fallback_.adopt(*plan, reports);
     return {*plan, "daemon"};
   }
   log::warn("epoch " + std::to_string(epoch + 1) +
             " uses the embedded policy: " + fallback_why_.why);
   fell_back_ = true;
+  Planned embedded = fallback_.next(reports);
   embedded.source = "embedded-fallback";
   return embedded;
 }

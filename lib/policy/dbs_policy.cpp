@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "lib/common/error.h"
 #include "lib/policy/cost.h"
@@ -109,26 +110,32 @@ class Dbs : public Policy {
   // All or nothing: when the reports or the plan made from them are refused (InputError),
   // the estimator is left as it was.
   Plan next(const Plan& current, std::span<const Report> reports) override {
-    check_current(current, config_, world_);
-    const std::vector<Report> by = by_rank(reports, world_);
-    const std::vector<double> estimate = estimate_, last = last_;
-    const CostEstimator cost = cost_;
-    try {
-      return decide(current, by);
-    } catch (...) {
-      estimate_ = estimate;
-      last_ = last;
-      cost_ = cost;
-      throw;
-    }
+    return all_or_nothing(current, reports, [&](const std::vector<Report>& by) {
+      const Learned learned = learn(by);
+      return decide(current, by, learned);
+    });
   }
 
-  Plan decide(const Plan& current, const std::vector<Report>& by) {
-    std::vector<int> held, silent, changed;
-    observe(by, held, silent);
-    if (cost_model_) cost_.observe(by, changed);
-    if (cost_model_ && cost_.any()) return decide_by_cost(current, by, held, silent, changed);
+  void observe(const Plan& current, std::span<const Report> reports) override {
+    all_or_nothing(current, reports, [&](const std::vector<Report>& by) { return learn(by); });
+  }
 
+  struct Learned {
+    std::vector<int> held, silent, changed;
+  };
+
+  Learned learn(const std::vector<Report>& by) {
+    Learned l;
+    observe_rates(by, l.held, l.silent);
+    if (cost_model_) cost_.observe(by, l.changed);
+    return l;
+  }
+
+  Plan decide(const Plan& current, const std::vector<Report>& by, const Learned& learned) {
+    const std::vector<int>& held = learned.held;
+    const std::vector<int>& silent = learned.silent;
+    if (cost_model_ && cost_.any())
+      return decide_by_cost(current, by, held, silent, learned.changed);
     Plan p;
     p.epoch = current.epoch + 1;
     p.global_batch = config_.global_batch;
@@ -203,8 +210,27 @@ class Dbs : public Policy {
   }
 
  private:
+  // f(reports by rank) with the estimator restored where it throws.
+  template <class F>
+  std::invoke_result_t<F, const std::vector<Report>&> all_or_nothing(
+      const Plan& current, std::span<const Report> reports, F f) {
+    check_current(current, config_, world_);
+    const std::vector<Report> by = by_rank(reports, world_);
+    const std::vector<double> estimate = estimate_, last = last_;
+    const CostEstimator cost = cost_;
+    try {
+      return f(by);
+    } catch (...) {
+      estimate_ = estimate;
+      last_ = last;
+      cost_ = cost;
+      throw;
+    }
+  }
+
   // Updates estimate_ and last_ from one epoch's reports (see the comment at the top).
-  void observe(const std::vector<Report>& by, std::vector<int>& held, std::vector<int>& silent) {
+  void observe_rates(const std::vector<Report>& by, std::vector<int>& held,
+                     std::vector<int>& silent) {
     for (std::size_t i = 0; i < by.size(); ++i) {
       const double rate = measured_rate(by[i]);
       if (!std::isfinite(rate))

@@ -21,6 +21,12 @@ class Policy {
   // order). Throws InputError if a report is for an unknown rank or has non-finite or negative
   // times.
   virtual Plan next(const Plan& current, std::span<const Report> reports) = 0;
+  // What next() learns from the same reports, without the plan: for a planner that takes its
+  // plans from elsewhere (the daemon) and must stay able to plan the next epoch itself. Throws
+  // as next() does. The default makes the plan and drops it.
+  virtual void observe(const Plan& current, std::span<const Report> reports) {
+    next(current, reports);
+  }
   // Estimator state, so that a restarted daemon or a resumed run continues identically.
   virtual std::vector<double> state() const { return {}; }
   virtual void set_state(const std::vector<double>& /*state*/) {}

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lib/common/error.h"
@@ -262,6 +263,42 @@ TEST_CASE("Estimator.Dbs.RejectsNonFiniteWorkTimesAndKeepsItsState") {
   CHECK_THROWS_WITH_AS(policy->next(p, bad), doctest::Contains("report of rank 1: work time"),
                        dbs::InputError);
   CHECK(policy->state() == state);
+}
+
+TEST_CASE("Estimator.Dbs.ObserveLearnsWhatNextLearnsWithoutPlanning") {
+  // A planner that takes its plans from elsewhere observes each epoch: its estimator then
+  // plans the next epoch as one that planned every epoch would. A speed change (epoch 3) and
+  // noise make the estimator's rules matter.
+  for (const char* spec : {"dbs", "dbs-rate"}) {
+    CAPTURE(spec);
+    std::vector<Cost> truth = {{0.010, 0.0007}, {0.030, 0.0021}, {0.005, 0.0010}};
+    std::mt19937 rng(8);
+    auto planning = make_policy(spec, job(3, 256)), observing = make_policy(spec, job(3, 256));
+    Plan p = planning->initial();
+    for (int e = 0; e < 6; ++e) {
+      if (e == 3) truth[2].beta *= 3;
+      const auto r = epoch_reports(p, truth, 0.05, rng);
+      observing->observe(p, r);
+      const Plan next = planning->next(p, r);
+      CHECK(observing->state() == planning->state());
+      p = next;
+    }
+    const auto r = epoch_reports(p, truth, 0.05, rng);
+    CHECK(observing->next(p, r) == planning->next(p, r));
+    // Refused reports leave the estimator as it was, as next() does.
+    const auto state = observing->state();
+    auto bad = epoch_reports(p, truth, 0.0, rng);
+    bad[1].work[0].mean_s = std::nan("");
+    if (std::string(spec) == "dbs") {
+      CHECK_THROWS_WITH_AS(observing->observe(p, bad),
+                           doctest::Contains("report of rank 1: work time"), dbs::InputError);
+    } else {
+      bad[1].compute_s = std::nan("");
+      bad[1].step_rate_median = 0;
+      CHECK_THROWS_AS(observing->observe(p, bad), dbs::InputError);
+    }
+    CHECK(observing->state() == state);
+  }
 }
 
 TEST_CASE("Estimator.DbsRateIgnoresWorkTimes") {
