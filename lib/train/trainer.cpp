@@ -192,6 +192,12 @@ RunResult Trainer::run() {
     trace::Control control;
     const double ended_s = wall_clock_s();
     Stopwatch clock;
+    // The check of the plan that ran and the parameters, which travels with the reports: made
+    // before the wait for a daemon's share, so that the ranks do not make it all at once when
+    // the shares arrive.
+    const std::uint64_t ran = fingerprint(planner_->plan(), model_->params());
+    const double checked_s = clock.seconds();
+    clock.reset();
     // The report next() plans from (unless the epoch re-planned inside: the window's), to a
     // daemon now, which plans while the ranks gather. A remote planner's ranks then wait for
     // their shares of the daemon's plan and carry them in the gather of the reports (planning
@@ -205,12 +211,10 @@ RunResult Trainer::run() {
     }
     const double shared_s = clock.seconds();
     clock.reset();
-    // The check of the plan that ran and the parameters travels with the reports. The next plan
-    // is the same on every rank: made by the same policy from the same reports, or the daemon's
-    // shared by the planner; the next epoch's end checks it as the plan that ran.
-    const Gathered g = gather_epoch(e, {es.report, fingerprint(planner_->plan(), model_->params()),
-                                        ended_s, ahead ? &share : nullptr});
-    control.reports_s = clock.seconds();
+    // The next plan is the same on every rank: made by the same policy from the same reports, or
+    // the daemon's shared by the planner; the next epoch's end checks it as the plan that ran.
+    const Gathered g = gather_epoch(e, {es.report, ran, ended_s, ahead ? &share : nullptr});
+    control.reports_s = checked_s + clock.seconds();
     clock.reset();
     const std::vector<Report>& reports = g.reports;
     const Planned next = ahead
