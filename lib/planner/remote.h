@@ -9,8 +9,8 @@
 // epoch uses the fallback's plan and records why (a Fallback whose cause is the same on every
 // rank: a rank that received a plan of another job says so in the same allgather as the
 // shares). The fallback observes every epoch anyway, so its estimates stay current (they are
-// what a checkpoint keeps), and plans only the epochs it plans. The log and the trace (plan source
-// "embedded-fallback") say so, and the next epoch tries the daemon again.
+// what a checkpoint keeps), and plans only when the daemon's plan cannot be used. The log and
+// the trace (plan source "embedded-fallback") say so, and the next epoch tries the daemon again.
 #pragma once
 
 #include <cstddef>
