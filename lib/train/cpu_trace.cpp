@@ -43,7 +43,7 @@ Trainer::Gathered Trainer::gather_epoch(std::int64_t epoch, const Ending& ending
     mine.carries_share = 1;
     mine.share = *ending.share;
   }
-  if (const auto q = read_cpu_quota())
+  if (const auto& q = ending.quota)
     mine.cpu = {q->cores, q->period_s, q->throttled_s, q->nr_throttled, 1};
   std::vector<Figures> all(static_cast<std::size_t>(comm_.size()));
   comm_.allgather_bytes(&mine, sizeof mine, all.data());

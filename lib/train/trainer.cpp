@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "lib/common/cpu_quota.h"
 #include "lib/common/error.h"
 #include "lib/common/hash.h"
 #include "lib/common/log.h"
@@ -192,10 +193,11 @@ RunResult Trainer::run() {
     trace::Control control;
     const double ended_s = wall_clock_s();
     Stopwatch clock;
-    // The check of the plan that ran and the parameters, which travels with the reports: made
-    // before the wait for a daemon's share, so that the ranks do not make it all at once when
-    // the shares arrive.
+    // The check of the plan that ran and the parameters, and the CPU quota's figures, which
+    // travel with the reports: made before the wait for a daemon's share, so that the ranks do
+    // not make them all at once when the shares arrive.
     const std::uint64_t ran = fingerprint(planner_->plan(), model_->params());
+    const std::optional<CpuQuota> quota = read_cpu_quota();
     const double checked_s = clock.seconds();
     clock.reset();
     // The report next() plans from (unless the epoch re-planned inside: the window's), to a
@@ -213,7 +215,7 @@ RunResult Trainer::run() {
     clock.reset();
     // The next plan is the same on every rank: made by the same policy from the same reports, or
     // the daemon's shared by the planner; the next epoch's end checks it as the plan that ran.
-    const Gathered g = gather_epoch(e, {es.report, ran, ended_s, ahead ? &share : nullptr});
+    const Gathered g = gather_epoch(e, {es.report, ran, ended_s, quota, ahead ? &share : nullptr});
     control.reports_s = checked_s + clock.seconds();
     clock.reset();
     const std::vector<Report>& reports = g.reports;

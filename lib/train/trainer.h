@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/comm/communicator.h"
+#include "lib/common/cpu_quota.h"
 #include "lib/data/dataset.h"
 #include "lib/data/sampler.h"
 #include "lib/nn/model.h"
@@ -133,7 +134,8 @@ class Trainer {
   struct Ending {
     const Report& report;
     std::uint64_t fingerprint = 0;
-    double ended_s = 0;  // when this rank reached the epoch's end, wall clock seconds
+    double ended_s = 0;             // when this rank reached the epoch's end, wall clock seconds
+    std::optional<CpuQuota> quota;  // its CPU quota then (read_cpu_quota)
     const std::array<std::byte, planner::kShareBytes>* share = nullptr;  // none: no SharesAhead
   };
   struct Gathered {
