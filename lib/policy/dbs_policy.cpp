@@ -120,10 +120,50 @@ class Dbs : public Policy {
     all_or_nothing(current, reports, [&](const std::vector<Report>& by) { return learn(by); });
   }
 
+  std::vector<double> state() const override {
+    std::vector<double> s{kStateVersion};
+    s.insert(s.end(), estimate_.begin(), estimate_.end());
+    s.insert(s.end(), last_.begin(), last_.end());
+    cost_.append_state(s);
+    return s;
+  }
+
+  void set_state(const std::vector<double>& s) override {
+    const std::size_t n = estimate_.size();
+    if (s.empty()) {
+      estimate_.assign(n, 0.0);
+      last_.assign(n, 0.0);
+      cost_ = CostEstimator(world_);
+      return;
+    }
+    const std::size_t v2 = 1 + 2 * n + CostEstimator::state_size(world_);
+    const bool ok =
+        (s[0] == 1 && s.size() == 1 + 2 * n) || (s[0] == kStateVersion && s.size() == v2);
+    if (!ok) {
+      throw InputError(
+          format("dbs policy state: expected version %g and %zu values for %zu ranks (or "
+                 "version 1 and %zu), got %zu values",
+                 kStateVersion, v2, n, 1 + 2 * n, s.size()));
+    }
+    for (std::size_t i = 1; i < s.size(); ++i) {
+      if (!std::isfinite(s[i]) || s[i] < 0) {
+        throw InputError(format("dbs policy state: value %zu is %g", i, s[i]));
+      }
+    }
+    const auto mid = s.begin() + 1 + static_cast<std::ptrdiff_t>(n);
+    estimate_.assign(s.begin() + 1, mid);
+    last_.assign(mid, mid + static_cast<std::ptrdiff_t>(n));
+    cost_ = CostEstimator(world_);
+    if (s[0] == kStateVersion) cost_.read_state(s, 1 + 2 * n);
+  }
+
+ private:
+  // The ranks whose estimate was held, that sent no valid report, and whose speed changed.
   struct Learned {
     std::vector<int> held, silent, changed;
   };
 
+  // Updates the estimator (rates and cost model) from one epoch's reports by rank.
   Learned learn(const std::vector<Report>& by) {
     Learned l;
     observe_rates(by, l.held, l.silent);
@@ -172,44 +212,6 @@ class Dbs : public Policy {
     return p;
   }
 
-  std::vector<double> state() const override {
-    std::vector<double> s{kStateVersion};
-    s.insert(s.end(), estimate_.begin(), estimate_.end());
-    s.insert(s.end(), last_.begin(), last_.end());
-    cost_.append_state(s);
-    return s;
-  }
-
-  void set_state(const std::vector<double>& s) override {
-    const std::size_t n = estimate_.size();
-    if (s.empty()) {
-      estimate_.assign(n, 0.0);
-      last_.assign(n, 0.0);
-      cost_ = CostEstimator(world_);
-      return;
-    }
-    const std::size_t v2 = 1 + 2 * n + CostEstimator::state_size(world_);
-    const bool ok =
-        (s[0] == 1 && s.size() == 1 + 2 * n) || (s[0] == kStateVersion && s.size() == v2);
-    if (!ok) {
-      throw InputError(
-          format("dbs policy state: expected version %g and %zu values for %zu ranks (or "
-                 "version 1 and %zu), got %zu values",
-                 kStateVersion, v2, n, 1 + 2 * n, s.size()));
-    }
-    for (std::size_t i = 1; i < s.size(); ++i) {
-      if (!std::isfinite(s[i]) || s[i] < 0) {
-        throw InputError(format("dbs policy state: value %zu is %g", i, s[i]));
-      }
-    }
-    const auto mid = s.begin() + 1 + static_cast<std::ptrdiff_t>(n);
-    estimate_.assign(s.begin() + 1, mid);
-    last_.assign(mid, mid + static_cast<std::ptrdiff_t>(n));
-    cost_ = CostEstimator(world_);
-    if (s[0] == kStateVersion) cost_.read_state(s, 1 + 2 * n);
-  }
-
- private:
   // f(reports by rank) with the estimator restored where it throws.
   template <class F>
   std::invoke_result_t<F, const std::vector<Report>&> all_or_nothing(
