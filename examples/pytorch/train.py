@@ -323,7 +323,22 @@ def load_checkpoint(path, args, ddp, opt):
     return snapshot
 
 
+def keep_freed_memory():
+    """glibc's malloc returns a freed block above its mmap threshold (128 KiB at first) to the
+    system, and trims the heap's free top, so every step maps its activations afresh and faults
+    their pages in; the threshold rises only once a larger block is freed (here: the first
+    evaluation). The first epoch then takes 15-20% more CPU a step than the later ones, on every
+    rank, and its rates are not the run's. Blocks up to 32 MiB are kept in the heap and its top
+    is kept up to 256 MiB, from the first step on. A no-op outside glibc."""
+    import ctypes
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(-3, 32 << 20)   # M_MMAP_THRESHOLD (its largest)
+        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+
+
 def main(args):
+    keep_freed_memory()
     rank, world, _ = dbs.torch.init_process_group("gloo")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
