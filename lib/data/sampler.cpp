@@ -44,14 +44,19 @@ class CounterRng {
 }  // namespace
 
 std::vector<std::int64_t> EpochSampler::permutation(std::uint64_t epoch) const {
-  std::vector<std::int64_t> perm(n_);
+  std::vector<std::int64_t> perm;
+  permutation(epoch, perm);
+  return perm;
+}
+
+void EpochSampler::permutation(std::uint64_t epoch, std::vector<std::int64_t>& perm) const {
+  perm.resize(n_);
   std::iota(perm.begin(), perm.end(), std::int64_t{0});
   CounterRng rng(mix64(seed_ ^ mix64(epoch + kEpochSalt)));
   for (std::size_t i = n_; i > 1; --i) {
     const auto j = static_cast<std::size_t>(rng.below(i));
     std::swap(perm[i - 1], perm[j]);
   }
-  return perm;
 }
 
 PermutationsAhead::~PermutationsAhead() {
@@ -64,12 +69,13 @@ const std::vector<std::int64_t>& PermutationsAhead::at(std::uint64_t epoch) {
     // skipped epochs) is dropped.
     std::vector<std::int64_t> next = next_.get();
     if (next_epoch_ == epoch) {
-      current_ = std::move(next);
+      std::swap(current_, next);
       current_epoch_ = epoch;
     }
+    spare_ = std::move(next);
   }
   if (current_epoch_ != epoch) {
-    current_ = sampler_.permutation(epoch);
+    sampler_.permutation(epoch, current_);
     current_epoch_ = epoch;
   }
   return current_;
@@ -79,12 +85,15 @@ void PermutationsAhead::ahead(std::uint64_t epoch) {
   if (next_.valid() && next_epoch_ == epoch) return;
   if (next_.valid()) next_.wait();
   next_epoch_ = epoch;
-  next_ = std::async(std::launch::async, [sampler = sampler_, epoch] {
-    // At the lowest priority: the shuffle takes cores the rank's own threads leave idle (or
-    // those of other processes on an oversubscribed host), not theirs.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
-    return sampler.permutation(epoch);
-  });
+  next_ = std::async(std::launch::async,
+                     [sampler = sampler_, epoch, perm = std::move(spare_)]() mutable {
+                       // At the lowest priority: the shuffle takes cores the rank's own threads
+                       // leave idle (or those of other processes on an oversubscribed host), not
+                       // theirs.
+                       setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+                       sampler.permutation(epoch, perm);
+                       return std::move(perm);
+                     });
 }
 
 }  // namespace dbs::data

@@ -117,3 +117,18 @@ TEST_CASE("Sampler.Ahead.GivesEachEpochsPermutation") {
     CHECK(orders.at(7) == s.permutation(7));
   }
 }
+
+TEST_CASE("Sampler.Ahead.TwoBuffersTakeTurns") {
+  const EpochSampler s(5000, 11);
+  dbs::data::PermutationsAhead orders(5000, 11);
+  const std::int64_t* even = orders.at(0).data();
+  orders.ahead(1);
+  const std::int64_t* odd = orders.at(1).data();
+  CHECK(odd != even);
+  for (std::uint64_t e = 2; e < 6; ++e) {
+    orders.ahead(e);
+    const std::vector<std::int64_t>& perm = orders.at(e);
+    CHECK(perm == s.permutation(e));
+    CHECK(perm.data() == (e % 2 == 0 ? even : odd));  // the epoch before last's storage
+  }
+}
