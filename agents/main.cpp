@@ -4,6 +4,7 @@
 #include <dbs/planner.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <string_view>
@@ -31,10 +32,23 @@ int main(int argc, char** argv) {
     return agent::filter_main(argc - 1, argv + 1);
   agent::Options opts;
   int code = 0;
-  if (!agent::parse_options(argc, argv, opts, code)) return code;
-  log::set_level(log::parse_level(opts.log_level));
+  const bool parsed = agent::parse_options(argc, argv, opts, code);
+  // Under mpirun a rank whose options are refused starts MPI before it exits, and the ranks
+  // agree whether any was: Open MPI 4.1's mpirun hangs in its abort where 32 or more of its
+  // processes end before they start MPI (`mpirun -np 32 /bin/false` does as well). Alone, or
+  // under another launcher, it exits at once.
+  if (!parsed && (code == 0 || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr)) return code;
+  if (parsed) log::set_level(log::parse_level(opts.log_level));
 
   comm::MpiRuntime mpi(&argc, &argv);
+  try {
+    if (comm::any_rank(!parsed))
+      return parsed ? cli::fail("dbs-agent", "stopped: another rank's options were refused",
+                                cli::usage_error)
+                    : code;
+  } catch (const std::exception& e) {
+    return cli::fail("dbs-agent", std::string("cannot start: ") + e.what(), cli::runtime_error);
+  }
   std::unique_ptr<comm::Communicator> under_network;  // --model synthetic: MPI's, under comm
   std::unique_ptr<comm::Communicator> comm;
   try {

@@ -12,22 +12,27 @@
 source "$(dirname "$0")/common.bash"
 SPEC=traces/emulate-16.json
 
-# Bad input: one clear error on every rank (2 ranks here), exit non-zero, nothing written.
+# Bad input: one clear error on every rank (NP ranks, 2 unless set), exit non-zero within a
+# minute, nothing written.
 touch "$TMP/file"
-bad() {  # bad "message" spec.json [options...]
-  local want=$1 spec=$2 out rc=0
+bad() {  # [NP=n] bad "message" spec.json [options...]
+  local want=$1 spec=$2 out rc=0 np=${NP:-2}
   shift 2
-  out=$("${MPIRUN[@]}" -np 2 "$AGENT" --model synthetic --cluster "$spec" --no-progress \
+  out=$(timeout 60 "${MPIRUN[@]}" -np "$np" "$AGENT" --model synthetic --cluster "$spec" --no-progress \
     --trace "$TMP/bad/t.jsonl" --summary "$TMP/bad/s.json" "$@" 2>&1) || rc=$?
+  [ "$rc" -ne 124 ] || fail "$spec $*: mpirun of $np ranks hung until the timeout: $out"
   [ "$rc" -ne 0 ] || fail "$spec $*: exit 0, want an error"
   local n
   n=$(grep -cF -- "$want" <<<"$out" || true)
-  [ "$n" -eq 2 ] || fail "$spec $*: '$want' printed $n times, want once per rank: $out"
+  [ "$n" -eq "$np" ] || fail "$spec $*: '$want' printed $n times, want once per rank: $out"
   ! grep -q "\[rank " <<<"$out" || fail "$spec $*: a rank started before the check: $out"
   [ ! -e "$TMP/bad/t.jsonl" ] && [ ! -e "$TMP/bad/s.json" ] || fail "$spec $*: a refused run wrote its output"
   echo "ok: $(head -n 1 <<<"$out")"
 }
 bad "the spec has 16 rank(s) ('nodes' counts, or 'speeds'), the job 2" "$SPEC"
+# Open MPI's mpirun hangs where 32 or more processes end before they start MPI: refused at their
+# options, the ranks start MPI first.
+NP=32 bad "the spec has 16 rank(s) ('nodes' counts, or 'speeds'), the job 32" "$SPEC"
 printf '{"epochs": 1, "nodes": [{"count": 2, "beta_s": -0.01}]}' >"$TMP/negative.json"
 bad "$TMP/negative.json: nodes[0]: field 'beta_s' must be a finite number > 0, got -0.01" "$TMP/negative.json"
 printf '{"epochs": 1, "nodes": [{"count": 2, "alpha_s": 0.01}]}' >"$TMP/missing.json"
