@@ -72,12 +72,6 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }
 
-bool any_rank(bool mine) {
-  int said = mine ? 1 : 0, any = 0;
-  check_mpi(MPI_Allreduce(&said, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-  return any != 0;
-}
-
 MpiRuntime::~MpiRuntime() {
   if (!owns_) return;
   int finalized = 0;
