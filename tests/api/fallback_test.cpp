@@ -173,8 +173,9 @@ TEST_CASE("Api.SendAhead.TheDaemonHasTheReportBeforeTheRanksGatherAndNextDoesNot
     auto planner = planner_of(g, daemon.address(), 0.5);
     const dbs::Report mine = report_of(*planner, g.rank);
     planner->send_ahead(mine);
-    // Both ranks' reports reach the daemon before either rank gathers or plans. A register
-    // can wait about 2 s on a munged that does not answer (auth auto), so the wait is 10 s.
+    // Both ranks' reports reach the daemon before either rank gathers or plans. Under auth
+    // auto a register can wait about 2 s on munge, whose connect tries again where munged's
+    // socket is there but nothing listens on it, so the wait is 10 s.
     for (int i = 0; i < 2000 && daemon.reports() < 2; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (comm.rank() == 0) ahead = daemon.reports();
