@@ -72,12 +72,6 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }
 
-bool any_rank(bool mine) {
-  int said = mine ? 1 : 0, any = 0;
-  check_mpi(MPI_Allreduce(&said, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-  return any != 0;
-}
-
 MpiRuntime::~MpiRuntime() {
   if (!owns_) return;
   int finalized = 0;
@@ -272,7 +266,9 @@ class MpiCommunicator final : public Communicator {
     const WaitChoice choice = resolve_wait(requested_, threads);
     wait_ = choice.wait;
     waiting_ = std::string(to_string(wait_)) + " (" + choice.why + ")";
-    arrive_first_ = any_rank(wait_ == Wait::sleep) && size_ > 1;
+    int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
+    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    arrive_first_ = any != 0 && size_ > 1;
   }
 
   // One collective's data movement (after arrive()): its blocking form when no rank sleeps;

@@ -35,10 +35,6 @@ class MpiRuntime {
   bool owns_ = false;
 };
 
-// Whether any rank of MPI_COMM_WORLD says `mine`: collective, every rank calls it. Requires a
-// live MpiRuntime; throws CommError where the allreduce fails.
-bool any_rank(bool mine);
-
 // Throws CommError("<call>: <MPI_Error_string>") unless code is MPI_SUCCESS.
 void check_mpi(int code, const char* call);
 
