@@ -272,25 +272,35 @@ def number(value):
     return f"{value:.3g}"
 
 
+def cpu_of(record):
+    return record.get("machine", {}).get("cpu")
+
+
 def compare(new_records, results):
     """Prints every figure beside the committed record in `results`; returns how many moved
-    beyond their tolerance (worse, better)."""
+    beyond their tolerance (worse, better) and the CPU models of the committed records that
+    were measured on another CPU than this run's, whose figures other than counts are shown but
+    not judged."""
     committed = {}
     for study in STUDIES.values():
         for r in records.read_jsonl(study.path(results)):
             if r.get("study") == study.name:
                 committed[key_of(r, study)] = r  # the latest wins
-    rows, worse, better = [], 0, 0
+    rows, worse, better, other_cpus = [], 0, 0, set()
     for new in new_records:
         study = STUDIES[new["study"]]
         old = committed.get(key_of(new, study))
+        other_cpu = old is not None and cpu_of(old) != cpu_of(new)
         for name, direction, kind in study.figures:
             now = records.figure(new, name)
             then = records.figure(old, name) if old else None
             tol, source = tolerance(old, new, name, kind)
             ratio = now / then if now is not None and then else None
             mark = ""
-            if ratio is not None and abs(ratio - 1) > tol:
+            if ratio is not None and other_cpu and kind != "count":
+                mark = "other CPU"
+                other_cpus.add(cpu_of(old) or "an unnamed CPU")
+            elif ratio is not None and abs(ratio - 1) > tol:
                 got_better = (ratio > 1) == (direction == "higher")
                 mark = "better" if got_better else "WORSE"
                 better += got_better
@@ -302,7 +312,7 @@ def compare(new_records, results):
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    return worse, better
+    return worse, better, sorted(other_cpus)
 
 
 def parse_args(argv):
@@ -372,7 +382,11 @@ def main(argv):
     records.append_jsonl(out_file, new_records)
     print()
     results = Path(args.results).resolve()
-    worse, better = compare(new_records, results)
+    worse, better, other_cpus = compare(new_records, results)
+    if other_cpus:
+        print(f"\nother CPU: committed on {'; '.join(other_cpus)}, this run on "
+              f"{run.facts['machine']['cpu']}. Times, rates and fractions of the peak are shown, "
+              f"not judged; counts are. Re-measure here with --save to judge later runs here.")
     print(f"\n{len(new_records)} record(s) in {out_file}; beyond the tolerance: {worse} worse, "
           f"{better} better; failed: {', '.join(failed) or 'none'}")
     if args.save and new_records:
