@@ -14,5 +14,6 @@ void add_job_key_command(CLI::App& app, Action& action);  // scheduler/serve/
 void add_backup_command(CLI::App& app, Action& action);   // scheduler/serve/
 void add_restore_command(CLI::App& app, Action& action);  // scheduler/serve/
 void add_replay_command(CLI::App& app, Action& action);   // scheduler/replay/
+void add_bed_command(CLI::App& app, Action& action);      // scheduler/bed/
 
 }  // namespace dbs::scheduler

@@ -1,5 +1,6 @@
 // dbs-scheduler: `serve` (the daemon on the head node), `job-key`, `backup` and `restore` of its
-// state directory, and `replay` (the policy code over a recorded trace).
+// state directory, `replay` (the policy code over a recorded trace) and `bed` (a cluster spec's
+// shape on the cluster test bed).
 #include <cstdio>
 #include <exception>
 
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   dbs::scheduler::add_backup_command(app, action);
   dbs::scheduler::add_restore_command(app, action);
   dbs::scheduler::add_replay_command(app, action);
+  dbs::scheduler::add_bed_command(app, action);
   if (auto code = dbs::cli::parse(app, argc, argv, "dbs-scheduler")) return *code;
   try {
     return action ? action() : dbs::cli::usage_error;
