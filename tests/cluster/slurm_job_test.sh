@@ -2,9 +2,20 @@
 # Cluster test 1: agents/slurm/dbs.sbatch on 3 nodes of CPU quotas 1.0 / 0.5 / 0.25 trains,
 # its output and checkpoints land in node-local folders, and its log has no progress-bar line.
 # Launched with mpirun, whose ranks each get a pseudo-terminal: the bar must still stay out of
-# the Slurm log. Then the same with srun (PMIx).
+# the Slurm log. Then the same with srun (PMIx). The bed is built from the settings that
+# `dbs-scheduler bed traces/bed-3.json` prints, and has that spec's quotas and link rates.
 source "$(dirname "$0")/lib/test.bash"
+eval "$("$SCHED" bed traces/bed-3.json)" || fail "dbs-scheduler bed traces/bed-3.json failed"
 test_cluster_up
+k=0
+for quota_us in 100000 50000 25000; do
+  k=$((k + 1))
+  have=$(cat "$CLUSTER_CGROUP/node$k/cpu.cfs_quota_us")
+  [ "$have" = "$quota_us" ] || fail "node$k's CPU quota is $have us a period, traces/bed-3.json's is $quota_us"
+  tc qdisc show dev "dbsc-v$k" | grep -q "rate 1Gbit" ||
+    fail "node$k's link is not at traces/bed-3.json's 1 Gbit/s: $(tc qdisc show dev "dbsc-v$k")"
+done
+echo "the bed has traces/bed-3.json's shape: quotas $DBS_CLUSTER_QUOTAS, links $DBS_CLUSTER_RATES"
 local_out=$DIR/local/out
 
 for launcher in mpirun srun; do
