@@ -149,11 +149,10 @@ void add_bed_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<BedOptions>();
   auto* cmd = cli::add_command(
       app, action, "bed",
-      "Print shell settings that run a cluster spec's cluster for real on the cluster test bed\n"
-      "(tests/cluster/cluster.sh) and its study (lab/experiments/cluster_heterogeneity.sh): a "
-      "node\n"
-      "per rank, CPU quotas in proportion to the node types' speeds, link rates from the\n"
-      "bandwidths, and the agent's options for the spec's samples, batch and disturbances.\n"
+      "Print shell settings that run a cluster spec's cluster for real on the cluster test\n"
+      "bed (tests/cluster/cluster.sh) and its study (lab/experiments/cluster_heterogeneity.sh):\n"
+      "a node per rank, CPU quotas in proportion to the node types' speeds, link rates from\n"
+      "the bandwidths, and the agent's options for the spec's samples, batch and disturbances.\n"
       "Example: eval \"$(dbs-scheduler bed traces/bed-3.json)\"",
       o, run);
   cmd->add_option("spec", o->spec, "the cluster spec (JSON, the format of replay --synthesize)")
