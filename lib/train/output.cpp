@@ -1,9 +1,11 @@
 // What rank 0 shows and writes: the run header, one table row per epoch, the progress bar, the
 // JSON summary.
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "lib/common/atomic_file.h"
+#include "lib/common/format.h"
 #include "lib/train/stop.h"
 #include "lib/train/trainer.h"
 
@@ -104,9 +106,12 @@ void Trainer::print_epoch(const EpochResult& r) const {
   std::string note;
   for (const std::string& n : notes) note += (note.empty() ? "  (" : ", ") + n;
   if (!note.empty()) note += ")";
-  std::printf("%5lld %8.2f %8.2f %5.1f%% %8.0f %10.4f %9.4f %7.2f%%  %-16s %s%s\n",
+  // A model without losses (the emulated one: nothing is evaluated) shows "-" there.
+  const auto loss = [](double v) { return std::isfinite(v) ? format("%.4f", v) : "-"; };
+  const std::string acc = std::isfinite(r.test_acc) ? format("%.2f%%", 100.0 * r.test_acc) : "-";
+  std::printf("%5lld %8.2f %8.2f %5.1f%% %8.0f %10s %9s %8s  %-16s %s%s\n",
               static_cast<long long>(r.epoch + 1), r.wall_s, r.ideal_s, 100.0 * r.efficiency,
-              r.images_per_s, r.train_loss, r.test_loss, 100.0 * r.test_acc,
+              r.images_per_s, loss(r.train_loss).c_str(), loss(r.test_loss).c_str(), acc.c_str(),
               joined(r.batch).c_str(), joined(r.throughput).c_str(), note.c_str());
   std::fflush(stdout);
 }

@@ -52,6 +52,9 @@ bad "--model synthetic needs --cluster SPEC" ""
 grep -v "info:" "$TMP/out"
 grep -qE "^emulation: 320 steps on 16 ranks; asked [0-9.]+ s, took [0-9.]+ s" "$TMP/out" ||
   fail "no emulation line for 4 epochs x 5 steps x 16 ranks"
+# Nothing is evaluated: the epoch lines show "-" for the losses and the accuracy.
+[ "$(grep -cE '^ +[1-4] +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9]+ +- +- +-  ' "$TMP/out")" = 4 ] ||
+  fail "the epoch lines do not show '-' for the missing losses and accuracy"
 python3 - "$TMP/t.jsonl" "$TMP/s.json" "$SPEC" <<'PY' || fail "trace check"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
