@@ -116,8 +116,11 @@ std::string bed_settings(const Spec& spec, double cores) {
   for (const std::string& why : not_carried(spec)) out += "# not carried over: " + why + "\n";
 
   const Settings& p = spec.settings;
-  std::string options = format("--train-limit %lld --batch %d",
+  // The whole run, for a job script of one's own too; the study appends its own --epochs and
+  // --policy, which win.
+  std::string options = format("--epochs %d --train-limit %lld --batch %d", spec.epochs,
                                static_cast<long long>(p.samples_per_epoch), p.global_batch);
+  if (sets(spec, "policy")) options += " --policy " + to_string(p.policy);
   if (sets(spec, "min_batch")) options += format(" --min-batch %d", p.min_batch);
   if (sets(spec, "max_batch")) options += format(" --max-batch %d", p.max_batch);
   if (sets(spec, "min_gain")) options += format(" --min-gain %g", p.min_gain);

@@ -11,7 +11,7 @@ cat "$TMP/bed.sh"
   source "$TMP/bed.sh"
   [ "$DBS_CLUSTER_NODES" = 3 ] && [ "$DBS_CLUSTER_QUOTAS" = 1,0.5,0.25 ] &&
     [ "$DBS_CLUSTER_RATES" = 1gbit ] && [ "$DBS_EPOCHS" = 5 ] && [ -z "${DBS_POLICIES:-}" ] &&
-    [ "$DBS_AGENT_OPTIONS" = "--train-limit 768 --batch 128 --disturb rank=2,factor=2,from=3.5,mode=sleep" ]
+    [ "$DBS_AGENT_OPTIONS" = "--epochs 5 --train-limit 768 --batch 128 --disturb rank=2,factor=2,from=3.5,mode=sleep" ]
 ) || fail "the bed settings of traces/bed-3.json are not the spec's"
 ! grep -q "not carried over" "$TMP/bed.sh" || fail "traces/bed-3.json has nothing a node cannot carry"
 
@@ -31,7 +31,7 @@ cat "$TMP/two.sh"
   [ "$DBS_CLUSTER_NODES" = 3 ] && [ "$DBS_CLUSTER_QUOTAS" = 0.9,0.9,0.3 ] &&
     [ "$DBS_CLUSTER_RATES" = 10gbit,10gbit,80mbit ] && [ "$DBS_EPOCHS" = 2 ] &&
     [ "$DBS_POLICIES" = "static fixed:40,40,48" ] &&
-    [ "$DBS_AGENT_OPTIONS" = "--train-limit 60000 --batch 128 --min-gain 0.05" ]
+    [ "$DBS_AGENT_OPTIONS" = "--epochs 2 --train-limit 60000 --batch 128 --policy fixed:40,40,48 --min-gain 0.05" ]
 ) || fail "the bed settings of two-types.json are not the spec's"
 grep -q "^#   node1-node2: nodes\[0\] 'big', quota 0.9$" "$TMP/two.sh" || fail "no line for the node type 'big'"
 for what in alpha_s step_noise latency_s; do
