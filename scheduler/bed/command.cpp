@@ -1,9 +1,9 @@
 // `dbs-scheduler bed`: a cluster spec run for real on the cluster test bed
 // (tests/cluster/cluster.sh). It prints shell settings: one node per rank of the spec, each
 // node's CPU quota in proportion to its node type's throughput, each node's link at its rank's
-// bandwidth, and the dbs-agent options that carry the spec's samples, batch, policy settings and
-// disturbances to the bed's study (lab/experiments/cluster_heterogeneity.sh); comment lines say
-// what of the spec a real node cannot carry.
+// bandwidth, and the dbs-agent options that carry the spec's epochs, samples, batch, policy and
+// its settings, and disturbances to the bed's study (lab/experiments/cluster_heterogeneity.sh)
+// or a job script; comment lines say what of the spec a real node cannot carry.
 #include "scheduler/command.h"
 
 #include <algorithm>
