@@ -97,9 +97,12 @@ std::string bed_settings(const Spec& spec, double cores) {
   for (std::size_t k = 0; k < spec.nodes.size(); ++k) {
     const NodeType& t = spec.nodes[k];
     const double quota = cores * t.throughput / fastest;
-    const std::string what = sets(spec, "speeds") ? format("speeds[%zu]", k)
-                                                  : format("nodes[%zu]", k) +
-                                                        (t.name.empty() ? "" : " '" + t.name + "'");
+    std::string what = format("nodes[%zu]", k);  // as the spec names it
+    if (sets(spec, "speeds")) {
+      what = format("speeds[%zu]", k);
+    } else if (!t.name.empty()) {
+      what += " '" + t.name + "'";
+    }
     if (quota < kMinQuota) {
       throw ConfigError(format(
           "%s: %s would get a CPU quota of %.3g cores with the fastest at %g, under the bed's "
@@ -155,7 +158,8 @@ void add_bed_command(CLI::App& app, Action& action) {
       "Print shell settings that run a cluster spec's cluster for real on the cluster test\n"
       "bed (tests/cluster/cluster.sh) and its study (lab/experiments/cluster_heterogeneity.sh):\n"
       "a node per rank, CPU quotas in proportion to the node types' speeds, link rates from\n"
-      "the bandwidths, and the agent's options for the spec's samples, batch and disturbances.\n"
+      "the bandwidths, and the agent's options for the spec's run (epochs, samples, batch,\n"
+      "policy, disturbances).\n"
       "Example: eval \"$(dbs-scheduler bed traces/bed-3.json)\"",
       o, run);
   cmd->add_option("spec", o->spec, "the cluster spec (JSON, the format of replay --synthesize)")
