@@ -228,8 +228,8 @@ std::string waiting_sleeps(bool overlap) {
 }
 
 // The ring (its halves, or the whole allreduce) with Wait::sleep: rank 0 enters 0.4 s late (no
-// barrier before), so the others wait inside the ring's steps for its messages; they use little
-// CPU doing so, and the results are right.
+// barrier before), so the others wait inside the ring's steps for its messages; they use under
+// half a core doing so, and the results are right.
 std::string ring_waits_asleep(bool halves) {
   int p = 1, r = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -253,7 +253,10 @@ std::string ring_waits_asleep(bool halves) {
   for (std::size_t i = 0; i < n; ++i)
     if (data[i] != want) return "element " + std::to_string(i) + ": " + std::to_string(data[i]);
   if (r == 0 || waited < 0.2) return "";
-  return cpu < 0.25 * waited
+  // The ring's waits poll at least every kDataSleep (100 us), for its data's latency: 19-23% of
+  // a core on a 2-core Xeon with nothing else running, 25% with other tests beside it; a
+  // spinning wait takes the whole core.
+  return cpu < 0.5 * waited
              ? ""
              : "waited " + std::to_string(waited) + " s using " + std::to_string(cpu) + " s of CPU";
 }
