@@ -59,6 +59,7 @@ std::vector<NodeType> parse_nodes(const Fields& f, const std::string& name, std:
   if (f.has("speeds")) {
     for (const double s : f.numbers("speeds", 1e-300, kHuge))
       out.push_back({"rank", 1, s * base, 0});
+    if (out.empty()) f.fail("'speeds' is not a non-empty array");
     return out;
   }
   const json& nodes = f.need("nodes");

@@ -122,6 +122,10 @@ TEST_CASE("Synth.Spec.NodeTypesAndChecks") {
             .starts_with("s.json: synthetic spec: unknown field 'epoch' (known: epochs,"));
   CHECK(error(R"({"epochs": 2})") ==
         "s.json: synthetic spec: give exactly one of 'nodes' and 'speeds'");
+  CHECK(error(R"({"epochs": 2, "speeds": []})") ==
+        "s.json: synthetic spec: 'speeds' is not a non-empty array");
+  CHECK(error(R"({"epochs": 2, "nodes": []})") ==
+        "s.json: synthetic spec: 'nodes' is not a non-empty array");
   CHECK(error(R"({"epochs": 2, "nodes": [{"count": 2}]})") ==
         "s.json: nodes[0]: give exactly one of 'speed', 'throughput', 'epoch_s' and 'beta_s'");
   CHECK(error(R"({"epochs": 2, "speeds": [1, 1], "disturbances": [{"rank": 2, "factor": 2}]})") ==
