@@ -1,7 +1,8 @@
 # lab/experiments/replay_accuracy.py at tiny sizes: its option errors, one static-then-dbs pair
 # per workload this machine can run (the quota workload where CPU cgroups are writable, pytorch
 # besides where train.py writes traces), the records (each run's trace replayed under both policies),
-# the table, --replay-only and --report (figures are not judged: a study, not a test).
+# the table, --replay-only and --report (figures are not judged: a study, not a test); and that
+# the committed records' predictions are the ones today's replay makes from their traces.
 source "$(dirname "$0")/../e2e/common.bash"
 STUDY=lab/experiments/replay_accuracy.py
 PY=/usr/bin/python3
@@ -60,4 +61,15 @@ diff "$TMP/table" "$TMP/again" || fail "--report prints another table"
 $PY $STUDY --replay-only --build "$BUILD" --out "$TMP/r.jsonl" >"$TMP/replayed" ||
   fail "--replay-only failed"
 diff "$TMP/table" "$TMP/replayed" || fail "--replay-only with the same build changed the table"
+
+# The committed figures are today's replay's: the committed traces replayed again by this build
+# print the committed tables (a change to replay that moves a prediction fails here until the
+# records are replayed again).
+cp docs/results/replay.jsonl "$TMP/committed.jsonl"
+$PY $STUDY --replay-only --build "$BUILD" --out "$TMP/committed.jsonl" >"$TMP/today" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "--replay-only of the committed records failed"; }
+$PY $STUDY --report docs/results/replay.jsonl >"$TMP/recorded" || fail "--report of the committed records failed"
+diff "$TMP/recorded" "$TMP/today" ||
+  fail "docs/results/replay.jsonl holds predictions today's replay no longer makes: run" \
+    "$STUDY --replay-only, then bench/tables.py --write"
 echo "replay_accuracy.py checks passed"

@@ -1,7 +1,8 @@
 # lab/experiments/scale.py on a tiny cluster (4 ranks, 3 epochs of 5 short steps, a slowdown from
 # epoch 2): its option errors, every run (the kill run's daemon dies after epoch 1 and the
 # embedded fallback plans the rest), the records it writes and --report printing the tables from
-# them (figures are not judged: a study, not a test).
+# them (figures are not judged: a study, not a test); and that the committed records' predictions
+# are the ones today's replay makes from the committed traces.
 source "$(dirname "$0")/../e2e/common.bash"
 STUDY=lab/experiments/scale.py
 PY=/usr/bin/python3
@@ -72,3 +73,14 @@ expect_fail "4 ranks, dbs: no trace $TMP/traces/4-dbs.jsonl to replay" \
   $PY $STUDY --build "$BUILD" --replay-only --out "$TMP/again.jsonl"
 expect_fail "no static or dbs record to replay" \
   $PY $STUDY --build "$BUILD" --replay-only --out "$TMP/again.jsonl" --ranks 64
+
+# The committed figures are today's replay's: the committed traces (traces/scale/) replayed again
+# by this build print the committed tables.
+cp docs/results/scale.jsonl "$TMP/committed.jsonl"
+$PY $STUDY --build "$BUILD" --replay-only --out "$TMP/committed.jsonl" 2>"$TMP/err" >/dev/null ||
+  { cat "$TMP/err"; fail "--replay-only of the committed records failed"; }
+$PY $STUDY --report "$TMP/committed.jsonl" >"$TMP/today" || fail "--report failed"
+$PY $STUDY --report docs/results/scale.jsonl >"$TMP/recorded" || fail "--report failed"
+diff "$TMP/recorded" "$TMP/today" ||
+  fail "docs/results/scale.jsonl holds predictions today's replay no longer makes: run" \
+    "$STUDY --replay-only, then bench/tables.py --write"
