@@ -5,6 +5,15 @@
 
 #ifdef DBS_HAVE_MUNGE
 #include <munge.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <system_error>
 #endif
 
 namespace dbs::auth {
@@ -28,6 +37,77 @@ std::string where(const std::string& socket) {
   return socket.empty() ? "munged" : "munged at " + socket;
 }
 
+// The socket a context talks to (munge's default where none was set).
+std::string socket_of(const Context& ctx) {
+  char* path = nullptr;
+  if (munge_ctx_get(ctx.get(), MUNGE_OPT_SOCKET, &path) != EMUNGE_SUCCESS || path == nullptr)
+    return "";
+  return path;
+}
+
+// libmunge retries a refused connect for 2.25 s (it takes the refusal for a full listen queue),
+// and a socket whose munged died or is not started refuses every connect: without a check, each
+// encode or decode would wait that long, and the daemon's thread with it. So the sockets whose
+// munged did not answer are kept here, and a call to one of them first connects itself, without
+// waiting: a refusal fails the call at once, an answer (munged is back) lets libmunge go on.
+// While munged answers, no call connects twice (munged logs a connection that sends nothing).
+class DownSockets {
+ public:
+  bool down(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    return down_.contains(path);
+  }
+  void set(const std::string& path, bool down) {
+    std::lock_guard lock(mutex_);
+    if (down) {
+      down_.insert(path);
+    } else {
+      down_.erase(path);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> down_;
+};
+
+DownSockets& down_sockets() {
+  static DownSockets sockets;
+  return sockets;
+}
+
+// For a socket whose munged did not answer before: "" when a connect to it now gets through (or
+// cannot be tried), else why not.
+std::string refused(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) return "";
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  const int error = errno;
+  ::close(fd);
+  if (rc == 0 || (error != ECONNREFUSED && error != ENOENT)) return "";
+  return std::generic_category().message(error);
+}
+
+// Before a call to munged at ctx's socket: throws MungeError(service) at once where that munged
+// did not answer the last call and refuses a connect still. `what` names the call.
+void check_down(const Context& ctx, const char* what) {
+  const std::string path = socket_of(ctx);
+  if (!down_sockets().down(path)) return;
+  const std::string why = refused(path);
+  if (why.empty()) return;
+  throw MungeError(MungeError::Kind::service,
+                   "munge: " + where(path) + " does not answer (" + why + "): cannot " + what);
+}
+
+// After a call to munged at ctx's socket: whether it answered.
+void answered(const Context& ctx, munge_err_t e) {
+  down_sockets().set(socket_of(ctx), e == EMUNGE_SOCKET);
+}
+
 }  // namespace
 
 bool munge_built() {
@@ -38,9 +118,11 @@ std::string munge_encode(const std::string& socket, const std::string& payload, 
   Context ctx = context(socket);
   if (ttl_s > 0 && munge_ctx_set(ctx.get(), MUNGE_OPT_TTL, ttl_s) != EMUNGE_SUCCESS)
     throw MungeError(MungeError::Kind::service, "munge: cannot set a time to live");
+  check_down(ctx, "encode a credential");
   char* cred = nullptr;
   const munge_err_t e =
       munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
+  answered(ctx, e);
   if (e != EMUNGE_SUCCESS) {
     std::free(cred);
     throw MungeError(
@@ -58,7 +140,9 @@ MungeIdentity munge_decode(const std::string& socket, const std::string& credent
   int len = 0;
   uid_t uid = 0;
   gid_t gid = 0;
+  check_down(ctx, "decode");
   const munge_err_t e = munge_decode(credential.c_str(), ctx.get(), &data, &len, &uid, &gid);
+  answered(ctx, e);
   std::unique_ptr<void, decltype(&std::free)> owned(data, &std::free);
   switch (e) {
     case EMUNGE_SUCCESS:
