@@ -3,6 +3,8 @@
 // cluster, as Slurm's processes do. The agents encode one credential per register, with a payload
 // that binds it to that register (proto::munge_payload); the daemon decodes it, which munged
 // allows once per credential and within its time to live.
+// A call waits 1 s for munged at most (on a thread of its own, which goes on after that): a munged
+// that hangs or is gone refuses the first call after 1 s, and the next at once until it answers.
 // Built only with libmunge (meson option munge); without it every call throws ConfigError
 // saying so.
 #pragma once
@@ -40,7 +42,8 @@ class MungeError : public InputError {
 
 // A credential of this process's uid and gid carrying `payload`. socket: munged's socket
 // ("" = munge's default); ttl_s: its time to live in seconds (0 = munged's default). Throws
-// ConfigError when munge is not built, MungeError(service) when munged cannot encode.
+// ConfigError when munge is not built, MungeError(service) when munged cannot encode or does not
+// answer.
 std::string munge_encode(const std::string& socket, const std::string& payload, int ttl_s = 0);
 
 struct MungeIdentity {

@@ -3,8 +3,8 @@
 # by the daemon; uid 1002 is refused from uid 1001's job (code auth, the daemon's log names uid
 # 1002 and the job); a credential for another rank, a replayed one, an expired one and a forged
 # one are refused; anonymous HTTP viewers see counts only, the admin (bearer token) every job and
-# its owner; a restart keeps the owner; while munged is gone, registers are refused at once, and
-# taken again once it is back. Skips without root, setpriv, munged or a munge build.
+# its owner; a restart keeps the owner; while munged hangs or is gone, registers are refused
+# after 1 s or at once, the daemon serves meanwhile, and registers are taken once munged is back. Skips without root, setpriv, munged or a munge build.
 source "$(dirname "$0")/common.bash"
 DAEMON_PID=
 # munged forks into the background: tests/munged.py stops the one of its pid file, also when the
@@ -124,25 +124,48 @@ grep -q '"type":"plan"' <<<"$out" || fail "uid $A cannot join its job after a re
 expect_refused "missing munge credential" shared 1 ""
 grep -qF "$(cat "$TMP/token")" "$TMP/daemon.log" && fail "the token appears in the log"
 
-# munged dies and leaves its socket behind (SIGKILL): the register that meets it first waits out
-# libmunge's retries of the refused connect (2.25 s) and is refused naming munged; while munged
-# refuses connects, the next ones are refused at once (they would wait 2.25 s each, the daemon
-# with them); munged started again, a register is taken.
-creds=()
-for j in 0 1 2 3; do creds+=("$(cred $A "gone-$j" 0)"); done
+# munged hangs (SIGSTOP): the register that meets it is refused after 1 s, naming munged, and the
+# next ones at once while that call waits (libmunge would hold the daemon 10 s for each); the
+# daemon answers HTTP meanwhile. munged goes on (SIGCONT): a register is taken again.
 pid=$(cat "$M/munged.pid")
+creds=()
+for j in $(seq 0 13); do creds+=("$(cred $A "gone-$j" 0)"); done
+kill -STOP "$pid"
+expect_refused "munge: munged at $SOCK does not answer (nothing within 1 s): cannot decode" \
+  gone-0 0 "munge:${creds[0]}"
+start=$(date +%s%N)
+for j in 1 2; do
+  expect_refused "munge: munged at $SOCK does not answer (a call has waited" "gone-$j" 0 "munge:${creds[$j]}"
+done
+curl -sf -m 5 "http://$HTTP/status" >/dev/null || fail "no /status while munged hangs"
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$ms" -lt 2000 ] || fail "2 registers and /status took $ms ms while munged hung"
+kill -CONT "$pid"
+taken() {
+  for _ in $(seq 40); do
+    out=$(register "$1" 0 1 "munge:$(cred $A "$1" 0)")
+    grep -q '"type":"plan"' <<<"$out" && return 0
+    sleep 0.5
+  done
+  fail "no register taken once munged is back: $out"
+}
+taken back-1
+
+# munged dies and leaves its socket behind (SIGKILL): the register that meets it is refused after
+# 1 s (libmunge retries a refused connect for 2.25 s); once that call ended, the next ones are
+# refused at once, connect refused; munged started again, a register is taken.
 kill -9 "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 [ -S "$SOCK" ] || fail "munged's socket went with it: the test needs it left behind"
-expect_refused "munge: munged at $SOCK cannot decode" gone-0 0 "munge:${creds[0]}"
-start=$(date +%s%N)
-for j in 1 2 3; do
-  expect_refused "munge: munged at $SOCK does not answer (Connection refused): cannot decode" \
-    "gone-$j" 0 "munge:${creds[$j]}"
+expect_refused "munge: munged at $SOCK does not answer (nothing within 1 s)" gone-3 0 "munge:${creds[3]}"
+for j in $(seq 4 13); do  # the call that met it ends 2.25 s after it started
+  out=$(register "gone-$j" 0 2 "munge:${creds[$j]}")
+  grep -qF "munged at $SOCK does not answer (Connection refused): cannot decode" <<<"$out" && break
+  grep -qF "munged at $SOCK does not answer (a call has waited" <<<"$out" || fail "unexpected: $out"
+  [ "$j" -lt 13 ] || fail "still no refused connect: $out"
+  sleep 0.5
 done
-ms=$((($(date +%s%N) - start) / 1000000))
-[ "$ms" -lt 2000 ] || fail "3 registers took $ms ms while munged was gone: libmunge's retries each"
+echo "ok: refused: connect refused"
 python3 tests/munged.py start "$M" >/dev/null || fail "munged did not start again"
-out=$(register back 0 1 "munge:$(cred $A back 0)")
-grep -q '"type":"plan"' <<<"$out" || fail "no register taken once munged is back: $out"
+taken back-2
 echo "scheduler munge ok"
