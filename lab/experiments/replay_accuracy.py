@@ -133,6 +133,7 @@ def run_pytorch(o, policy, trace, log):
             "--epochs", o.epochs, "--batch", o.batch, "--policy", policy, "--trace",
             os.path.join(pc.ROOT, trace)]
     pc.train(o.build, 2, args, quota=(1, o.quota), timeout=o.timeout, log=log)
+    args[-1] = shown(args[-1])
     return ["torchrun", "--nproc_per_node", "2", "examples/pytorch/train.py", *map(str, args),
             f"(rank 1 in a CPU cgroup of quota {o.quota:g})"]
 
