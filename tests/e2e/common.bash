@@ -52,6 +52,20 @@ need_package() {
   dbs_install_missing "$1" >&2 || true
   command -v "$2" >/dev/null || { echo "skipped: $2 missing and package $1 could not be installed"; exit 77; }
 }
+# replays_current STUDY RECORDS: the committed RECORDS (a study's results, its traces committed)
+# are today's replay's: STUDY --replay-only with $BUILD on a copy of them gives the same tables
+# (STUDY --report) as they do; else fails naming the commands that bring them up to date.
+replays_current() {
+  local study=$1 records=$2
+  cp "$records" "$TMP/committed.jsonl"
+  /usr/bin/python3 "$study" --replay-only --build "$BUILD" --out "$TMP/committed.jsonl" \
+    >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "--replay-only of $records failed"; }
+  /usr/bin/python3 "$study" --report "$TMP/committed.jsonl" >"$TMP/today" || fail "--report failed"
+  /usr/bin/python3 "$study" --report "$records" >"$TMP/recorded" || fail "--report of $records failed"
+  diff "$TMP/recorded" "$TMP/today" ||
+    fail "$records holds predictions today's replay no longer makes: run $study --replay-only," \
+      "then bench/tables.py --write"
+}
 # free_port: a TCP port on 127.0.0.1 free at the moment of asking (tests/ports.py).
 free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/../ports.py"; }
 # start_daemon ARGS...: dbs-scheduler serve on loopback ports of its choosing with HTTP, the

@@ -65,11 +65,5 @@ diff "$TMP/table" "$TMP/replayed" || fail "--replay-only with the same build cha
 # The committed figures are today's replay's: the committed traces replayed again by this build
 # print the committed tables (a change to replay that moves a prediction fails here until the
 # records are replayed again).
-cp docs/results/replay.jsonl "$TMP/committed.jsonl"
-$PY $STUDY --replay-only --build "$BUILD" --out "$TMP/committed.jsonl" >"$TMP/today" 2>"$TMP/err" ||
-  { cat "$TMP/err"; fail "--replay-only of the committed records failed"; }
-$PY $STUDY --report docs/results/replay.jsonl >"$TMP/recorded" || fail "--report of the committed records failed"
-diff "$TMP/recorded" "$TMP/today" ||
-  fail "docs/results/replay.jsonl holds predictions today's replay no longer makes: run" \
-    "$STUDY --replay-only, then bench/tables.py --write"
+replays_current "$STUDY" docs/results/replay.jsonl
 echo "replay_accuracy.py checks passed"

@@ -76,11 +76,4 @@ expect_fail "no static or dbs record to replay" \
 
 # The committed figures are today's replay's: the committed traces (traces/scale/) replayed again
 # by this build print the committed tables.
-cp docs/results/scale.jsonl "$TMP/committed.jsonl"
-$PY $STUDY --build "$BUILD" --replay-only --out "$TMP/committed.jsonl" 2>"$TMP/err" >/dev/null ||
-  { cat "$TMP/err"; fail "--replay-only of the committed records failed"; }
-$PY $STUDY --report "$TMP/committed.jsonl" >"$TMP/today" || fail "--report failed"
-$PY $STUDY --report docs/results/scale.jsonl >"$TMP/recorded" || fail "--report failed"
-diff "$TMP/recorded" "$TMP/today" ||
-  fail "docs/results/scale.jsonl holds predictions today's replay no longer makes: run" \
-    "$STUDY --replay-only, then bench/tables.py --write"
+replays_current "$STUDY" docs/results/scale.jsonl
