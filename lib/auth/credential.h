@@ -5,6 +5,8 @@
 // allows once per credential and within its time to live.
 // A call waits 1 s for munged at most (on a thread of its own, which goes on after that): a munged
 // that hangs or is gone refuses the first call after 1 s, and the next at once until it answers.
+// A call fails at once while another to the same socket is under way: a process calls one at a
+// time per socket (the daemon on one decoder thread).
 // Built only with libmunge (meson option munge); without it every call throws ConfigError
 // saying so.
 #pragma once

@@ -12,22 +12,45 @@ namespace dbs::scheduler {
 using proto::ErrorCode;
 using proto::ProtocolError;
 
-AgentHandler::AgentHandler(JobTable& jobs, AuthSettings auth, double idle_s)
-    : jobs_(jobs),
+AgentHandler::AgentHandler(net::asio::io_context& io, JobTable& jobs, AuthSettings auth,
+                           double idle_s)
+    : io_(io),
+      jobs_(jobs),
       auth_(std::move(auth)),
       idle_s_(idle_s),
       heartbeat_(std::make_shared<const std::string>(proto::encode(proto::HeartbeatMsg{}))),
       goodbye_(std::make_shared<const std::string>(proto::encode(proto::GoodbyeMsg{true}))) {}
 
+AgentHandler::~AgentHandler() {
+  alive_.reset();
+  if (decoders_) {  // the decodes not begun are dropped, the ones under way end within 1 s
+    decoders_->stop();
+    decoders_->join();
+  }
+}
+
 void AgentHandler::on_line(net::LineSession& session, std::string_view line) {
   ++messages_;
+  Connection& c = peers_[&session];
+  if (c.pending == 0) {
+    handle(session, line);
+    return;
+  }
+  c.held_bytes += line.size() + kLineCost;
+  if (c.held_bytes > kMaxHeld) {
+    reject(session,
+           ProtocolError(ErrorCode::limit, "more than " + std::to_string(kMaxHeld / 1024) +
+                                               " KiB sent before the register was answered"));
+    return;
+  }
+  c.held.emplace_back(line);
+}
+
+void AgentHandler::handle(net::LineSession& session, std::string_view line) {
   try {
-    dispatch(session, line);
+    dispatch(session, peers_[&session], line);
   } catch (const ProtocolError& e) {
-    ++rejected_[static_cast<std::size_t>(e.code())];
-    log::info("rejected " + session.peer() + " (" + proto::name(e.code()) +
-              "): " + net::printable(e.what()));
-    session.fail(e.code(), e.what());
+    reject(session, e);
   } catch (const std::exception& e) {  // a bug: this connection goes, the daemon stays
     ++rejected_[static_cast<std::size_t>(ErrorCode::invalid)];
     log::error("internal error on a message of " + session.peer() + ": " +
@@ -36,14 +59,18 @@ void AgentHandler::on_line(net::LineSession& session, std::string_view line) {
   }
 }
 
+void AgentHandler::reject(net::LineSession& session, const ProtocolError& e) {
+  ++rejected_[static_cast<std::size_t>(e.code())];
+  log::info("rejected " + session.peer() + " (" + proto::name(e.code()) +
+            "): " + net::printable(e.what()));
+  session.fail(e.code(), e.what());
+}
+
 Caller AgentHandler::authenticate(const proto::RegisterMsg& r) const {
   if (!auth_.any()) return {};
-  if (!r.auth.empty()) {
-    if (!auth_.munge)
-      throw ProtocolError(ErrorCode::auth,
-                          "this daemon does not take munge credentials (serve --auth)");
-    return authenticate_munge(r);
-  }
+  if (!r.auth.empty())
+    throw ProtocolError(ErrorCode::auth,
+                        "this daemon does not take munge credentials (serve --auth)");
   const std::string& token = auth_.token;
   if (!auth_.token_mode || token.empty())
     throw ProtocolError(ErrorCode::auth,
@@ -57,12 +84,73 @@ Caller AgentHandler::authenticate(const proto::RegisterMsg& r) const {
   throw ProtocolError(ErrorCode::auth, "invalid token");
 }
 
-Caller AgentHandler::authenticate_munge(const proto::RegisterMsg& r) const {
+void AgentHandler::decode(net::LineSession& session, Connection& c, const proto::RegisterMsg& r) {
+  if (!auth_.munge_decode && !decoders_) decoders_ = std::make_unique<net::asio::thread_pool>(1);
+  c.pending = ++tickets_;
+  const std::string credential = r.auth.substr(std::string_view(proto::kMungeScheme).size());
+  auto answer = [this, alive = std::weak_ptr<const int>(alive_), weak = session.weak_from_this(),
+                 ticket = c.pending, r](const Decoded& d) {
+    net::asio::post(io_, [this, alive, weak, ticket, r, d] {
+      if (!alive.expired()) finish(weak, ticket, r, d);
+    });
+  };
+  if (auth_.munge_decode) {
+    Decoded d;
+    try {
+      d.id = auth_.munge_decode(credential);
+    } catch (...) {
+      d.error = std::current_exception();
+    }
+    answer(d);
+    return;
+  }
+  net::asio::post(*decoders_, [socket = auth_.munge_socket, credential, answer] {
+    Decoded d;
+    try {
+      d.id = auth::munge_decode(socket, credential);
+    } catch (...) {
+      d.error = std::current_exception();
+    }
+    answer(d);
+  });
+}
+
+void AgentHandler::finish(const std::weak_ptr<net::LineSession>& weak, std::uint64_t ticket,
+                          const proto::RegisterMsg& r, const Decoded& d) {
+  const std::shared_ptr<net::LineSession> session = weak.lock();
+  if (!session || !session->open()) return;
+  const auto it = peers_.find(session.get());
+  if (it == peers_.end() || it->second.pending != ticket) return;
+  Connection& c = it->second;
+  c.pending = 0;
+  std::deque<std::string> held = std::move(c.held);
+  c.held.clear();
+  c.held_bytes = 0;
+  try {
+    jobs_.on_register(*session, r, c.peer, idle_s_, munge_caller(r, d));
+  } catch (const ProtocolError& e) {
+    reject(*session, e);
+    return;
+  } catch (const std::exception& e) {  // a bug: this connection goes, the daemon stays
+    ++rejected_[static_cast<std::size_t>(ErrorCode::invalid)];
+    log::error("internal error on a register of " + session->peer() + ": " +
+               net::printable(e.what()));
+    session->fail(ErrorCode::invalid, "internal error");
+    return;
+  }
+  // The lines held behind the register, as they came (the connection is registered now: none
+  // of them starts another decode).
+  for (const std::string& line : held) {
+    if (!session->open()) return;
+    handle(*session, line);
+  }
+}
+
+Caller AgentHandler::munge_caller(const proto::RegisterMsg& r, const Decoded& d) const {
   auth::MungeIdentity id;
   try {
-    const std::string credential = r.auth.substr(std::string_view(proto::kMungeScheme).size());
-    id = auth_.munge_decode ? auth_.munge_decode(credential)
-                            : auth::munge_decode(auth_.munge_socket, credential);
+    if (d.error) std::rethrow_exception(d.error);
+    id = d.id;
   } catch (const auth::MungeError& e) {
     if (e.kind() == auth::MungeError::Kind::service) log::error(e.what());
     throw ProtocolError(ErrorCode::auth, std::string(e.what()) + " (job '" + r.job + "', rank " +
@@ -75,9 +163,9 @@ Caller AgentHandler::authenticate_munge(const proto::RegisterMsg& r) const {
   return {Caller::Kind::user, id.uid};
 }
 
-void AgentHandler::dispatch(net::LineSession& session, std::string_view line) {
+void AgentHandler::dispatch(net::LineSession& session, Connection& c, std::string_view line) {
   const proto::Message message = proto::decode(line);
-  Peer& peer = peers_[&session];
+  Peer& peer = c.peer;
   if (const auto* r = std::get_if<proto::ReportMsg>(&message)) {
     if (peer.rank < 0) throw ProtocolError(ErrorCode::state, "register first");
     jobs_.on_report(session, peer, *r);
@@ -89,6 +177,10 @@ void AgentHandler::dispatch(net::LineSession& session, std::string_view line) {
       throw ProtocolError(
           ErrorCode::state,
           "already registered as rank " + std::to_string(peer.rank) + " of job '" + peer.job + "'");
+    if (auth_.munge && !g->auth.empty()) {
+      decode(session, c, *g);
+      return;
+    }
     jobs_.on_register(session, *g, peer, idle_s_, authenticate(*g));
   } else if (const auto* b = std::get_if<proto::GoodbyeMsg>(&message)) {
     if (peer.rank >= 0) jobs_.on_goodbye(session, peer, b->done);
@@ -104,7 +196,7 @@ void AgentHandler::dispatch(net::LineSession& session, std::string_view line) {
 void AgentHandler::on_close(net::LineSession& session) {
   const auto it = peers_.find(&session);
   if (it == peers_.end()) return;
-  jobs_.on_close(session, it->second);
+  jobs_.on_close(session, it->second.peer);
   peers_.erase(it);
 }
 

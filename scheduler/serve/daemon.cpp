@@ -93,7 +93,7 @@ Daemon::Daemon(const ServeOptions& options)
              options_.max_world,
              options_.lost_after_s,
              {options_.keep_finished, options_.retention_s}}),
-      handler_(jobs_, auth_, options_.idle_timeout_s),
+      handler_(io_, jobs_, auth_, options_.idle_timeout_s),
       sessions_(io_, limits_of(options_), 0.25, tls_.get()) {
   const auto agents = endpoint_of(io_, options_.listen, "--listen", auth_.any());
   std::optional<net::tcp::endpoint> http;

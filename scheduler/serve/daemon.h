@@ -1,7 +1,8 @@
 // dbs-scheduler serve: the daemon (the "main" of Asio's HTTP server example). One io_context
 // thread runs the agent listener, the sessions, the jobs, the HTTP server and the signals; the
-// journal has its own writer thread. Construct (binds, restores the state directory), then
-// run() until SIGINT/SIGTERM or stop().
+// journal has its own writer thread, and munge credentials are decoded on a thread of their own
+// (agent_handler.h). Construct (binds, restores the state directory), then run() until
+// SIGINT/SIGTERM or stop().
 #pragma once
 
 #include <atomic>

@@ -64,7 +64,7 @@ struct World {
   scheduler::Journal journal{"", io, [](const std::string&) {}};
   scheduler::JobTable jobs{io, journal, {1e-6, 8, 3600, 64}};
   fuzz::FakeMunge munge;
-  scheduler::AgentHandler handler{jobs, auth_with(munge), 120};
+  scheduler::AgentHandler handler{io, jobs, auth_with(munge), 120};
   net::SessionManager manager{io, net::SessionLimits{}, 3600};
   std::uint64_t next_id = 1;
   std::shared_ptr<net::LineSession> conn[4], good[2];
