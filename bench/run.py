@@ -2,8 +2,9 @@
 """The headline benchmarks, compared with the committed records (tests/run.sh --bench).
 
 Runs, against a build: the engine (dbs-bench train, cnn, 1 and 2 threads, with the fraction of
-the measured FMA peak), the daemon under load (dbs-bench scheduler, 256 agents: reports/s, p50,
-p99, daemon CPU and allocations per report, and the plan of a 10,000-rank job), the exchange
+the measured FMA peak), the daemon under load (dbs-bench scheduler, the five runs of the
+scheduler-load page: 256 and 4,000 agents, in memory and with the journal: reports/s, p50, p99,
+daemon CPU and allocations per report, and the plan of a 10,000-rank job), the exchange
 (dbs-bench allreduce under mpirun, 2 ranks, the cnn's gradient in each exchange and wait mode),
 the noise filter (dbs-bench filter) and replay (dbs-scheduler replay of traces/synth-1000.json).
 About 2 minutes on an idle 2-core machine, most of it the filter's t-SNE.
@@ -137,19 +138,38 @@ def bench_engine(run):
     return out
 
 
+# The rows of the scheduler-load page, each a run of `dbs-bench scheduler`; DIR is a fresh state
+# directory (the journal synced per epoch).
+DAEMON_RUNS = [
+    ["--agents", "256", "--reports", "200"],
+    ["--agents", "256", "--reports", "200", "--state-dir", "DIR"],
+    ["--agents", "4000", "--reports", "20"],
+    ["--agents", "4000", "--reports", "20", "--epoch-ms", "100"],
+    ["--agents", "4000", "--reports", "20", "--epoch-ms", "100", "--state-dir", "DIR"],
+]
+
+
 def bench_daemon(run):
-    argv = [run.bench, "scheduler", "--agents", "256", "--reports", "200"]
-    load = records.load_average()
-    j = run.json(argv)
-    command = command_text(argv)
-    load_fields = {k: j[k] for k in ("protocol_version", "agents", "world", "reports",
-                                     "reports_per_s", "p50_ms", "p90_ms", "p99_ms",
-                                     "daemon_cpu_us_per_report", "client_cpu_us_per_report",
-                                     "daemon_allocations_per_report")}
-    plan_fields = {k: j[k] for k in ("protocol_version", "plan_ranks", "plan_ms", "plan_cpu_ms",
-                                     "plan_allocations", "plan_encode_ms", "plan_message_bytes")}
-    return [run.record("scheduler-load", command, load_fields, load),
-            run.record("scheduler-plan", command, plan_fields, load)]
+    out = []
+    for i, args in enumerate(DAEMON_RUNS):
+        state = run.scratch / f"state-{i}"
+        shutil.rmtree(state, ignore_errors=True)
+        argv = [run.bench, "scheduler"] + [str(state) if a == "DIR" else a for a in args]
+        load = records.load_average()
+        j = run.json(argv, timeout=600)
+        shutil.rmtree(state, ignore_errors=True)
+        command = " ".join(["dbs-bench", "scheduler"] + args)
+        load_fields = {k: j[k] for k in ("protocol_version", "agents", "world", "reports",
+                                         "reports_per_s", "p50_ms", "p90_ms", "p99_ms",
+                                         "daemon_cpu_us_per_report", "client_cpu_us_per_report",
+                                         "daemon_allocations_per_report")}
+        out.append(run.record("scheduler-load", command, load_fields, load))
+        if i == 0:  # the plan of a 10,000-rank job, the same in every run
+            plan_fields = {k: j[k] for k in ("protocol_version", "plan_ranks", "plan_ms",
+                                             "plan_cpu_ms", "plan_allocations", "plan_encode_ms",
+                                             "plan_message_bytes")}
+            out.append(run.record("scheduler-plan", command, plan_fields, load))
+    return out
 
 
 def bench_exchange(run):
