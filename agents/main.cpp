@@ -26,18 +26,6 @@
 #include "lib/train/stop.h"
 #include "lib/train/trainer.h"
 
-namespace {
-
-// Whether any rank of MPI_COMM_WORLD says `mine`: collective, every rank calls it.
-bool any_rank(bool mine) {
-  int said = mine ? 1 : 0, any = 0;
-  dbs::comm::check_mpi(MPI_Allreduce(&said, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
-                       "MPI_Allreduce");
-  return any != 0;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace dbs;
   if (argc > 1 && std::string_view(argv[1]) == "filter")
@@ -54,7 +42,7 @@ int main(int argc, char** argv) {
 
   comm::MpiRuntime mpi(&argc, &argv);
   try {
-    if (any_rank(!parsed))
+    if (comm::any_rank(!parsed))
       return parsed ? cli::fail("dbs-agent", "stopped: another rank's options were refused",
                                 cli::usage_error)
                     : code;

@@ -21,6 +21,12 @@ void check_mpi(int code, const char* call) {
   throw CommError(std::string(call) + ": " + std::string(text, static_cast<std::size_t>(length)));
 }
 
+bool any_rank(bool mine) {
+  int said = mine ? 1 : 0, any = 0;
+  check_mpi(MPI_Allreduce(&said, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return any != 0;
+}
+
 int launched_world_size() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
     const char* v = std::getenv(name);
@@ -266,9 +272,7 @@ class MpiCommunicator final : public Communicator {
     const WaitChoice choice = resolve_wait(requested_, threads);
     wait_ = choice.wait;
     waiting_ = std::string(to_string(wait_)) + " (" + choice.why + ")";
-    int mine = wait_ == Wait::sleep ? 1 : 0, any = 0;
-    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    arrive_first_ = any != 0 && size_ > 1;
+    arrive_first_ = any_rank(wait_ == Wait::sleep) && size_ > 1;
   }
 
   // One collective's data movement (after arrive()): its blocking form when no rank sleeps;

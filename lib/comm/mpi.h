@@ -38,6 +38,10 @@ class MpiRuntime {
 // Throws CommError("<call>: <MPI_Error_string>") unless code is MPI_SUCCESS.
 void check_mpi(int code, const char* call);
 
+// Whether any rank of MPI_COMM_WORLD says `mine`: a blocking collective, every rank calls it.
+// Throws CommError.
+bool any_rank(bool mine);
+
 // How allreduce_sum(float) runs: MPI_Allreduce, or the ring of lib/comm/ring.h.
 // Doubles always use MPI_Allreduce.
 enum class Algorithm { mpi, ring };
