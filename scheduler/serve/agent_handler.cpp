@@ -123,7 +123,7 @@ void AgentHandler::finish(const std::weak_ptr<net::LineSession>& weak, std::uint
   if (it == peers_.end() || it->second.pending != ticket) return;
   Connection& c = it->second;
   c.pending = 0;
-  std::deque<std::string> held = std::move(c.held);
+  const std::vector<std::string> held = std::move(c.held);
   c.held.clear();
   c.held_bytes = 0;
   try {

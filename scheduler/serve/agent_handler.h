@@ -10,12 +10,12 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/auth/credential.h"
 #include "lib/net/session.h"
@@ -64,7 +64,7 @@ class AgentHandler : public net::SessionHandler {
   struct Connection {
     Peer peer;
     std::uint64_t pending = 0;     // the register whose credential is in decoding (0 = none)
-    std::deque<std::string> held;  // the lines that came after it
+    std::vector<std::string> held;  // the lines that came after it
     std::size_t held_bytes = 0;    // their bytes, and kLineCost for each
   };
   static constexpr std::size_t kLineCost = 64;
