@@ -63,9 +63,9 @@ class AgentHandler : public net::SessionHandler {
   };
   struct Connection {
     Peer peer;
-    std::uint64_t pending = 0;     // the register whose credential is in decoding (0 = none)
+    std::uint64_t pending = 0;      // the register whose credential is in decoding (0 = none)
     std::vector<std::string> held;  // the lines that came after it
-    std::size_t held_bytes = 0;    // their bytes, and kLineCost for each
+    std::size_t held_bytes = 0;     // their bytes, and kLineCost for each
   };
   static constexpr std::size_t kLineCost = 64;
 
