@@ -74,19 +74,25 @@ class Munged:
         return pid if _alive(pid) else 0
 
     def stop(self):
-        """SIGTERM, then waits (up to 10 s) until munged has gone."""
+        """SIGTERM and SIGCONT (a munged a test stopped takes the TERM once it goes on), then
+        waits up to 10 s until munged has gone; SIGKILL after that."""
         pid = self._running()
         self.pid = 0
         if not pid:
             return
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
+        for sig in (signal.SIGTERM, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                return
         for _ in range(200):
             if not _alive(pid):
                 return
             time.sleep(0.05)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def main(argv):
