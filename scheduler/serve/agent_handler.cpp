@@ -51,12 +51,15 @@ void AgentHandler::handle(net::LineSession& session, std::string_view line) {
     dispatch(session, peers_[&session], line);
   } catch (const ProtocolError& e) {
     reject(session, e);
-  } catch (const std::exception& e) {  // a bug: this connection goes, the daemon stays
-    ++rejected_[static_cast<std::size_t>(ErrorCode::invalid)];
-    log::error("internal error on a message of " + session.peer() + ": " +
-               net::printable(e.what()));
-    session.fail(ErrorCode::invalid, "internal error");
+  } catch (const std::exception& e) {
+    internal_error(session, e);
   }
+}
+
+void AgentHandler::internal_error(net::LineSession& session, const std::exception& e) {
+  ++rejected_[static_cast<std::size_t>(ErrorCode::invalid)];
+  log::error("internal error on a message of " + session.peer() + ": " + net::printable(e.what()));
+  session.fail(ErrorCode::invalid, "internal error");
 }
 
 void AgentHandler::reject(net::LineSession& session, const ProtocolError& e) {
@@ -94,24 +97,22 @@ void AgentHandler::decode(net::LineSession& session, Connection& c, const proto:
       if (!alive.expired()) finish(weak, ticket, r, d);
     });
   };
-  if (auth_.munge_decode) {
+  // What the decode gave or threw.
+  auto decoded = [](const auto& call) {
     Decoded d;
     try {
-      d.id = auth_.munge_decode(credential);
+      d.id = call();
     } catch (...) {
       d.error = std::current_exception();
     }
-    answer(d);
+    return d;
+  };
+  if (auth_.munge_decode) {
+    answer(decoded([&] { return auth_.munge_decode(credential); }));
     return;
   }
-  net::asio::post(*decoders_, [socket = auth_.munge_socket, credential, answer] {
-    Decoded d;
-    try {
-      d.id = auth::munge_decode(socket, credential);
-    } catch (...) {
-      d.error = std::current_exception();
-    }
-    answer(d);
+  net::asio::post(*decoders_, [socket = auth_.munge_socket, credential, answer, decoded] {
+    answer(decoded([&] { return auth::munge_decode(socket, credential); }));
   });
 }
 
@@ -131,11 +132,8 @@ void AgentHandler::finish(const std::weak_ptr<net::LineSession>& weak, std::uint
   } catch (const ProtocolError& e) {
     reject(*session, e);
     return;
-  } catch (const std::exception& e) {  // a bug: this connection goes, the daemon stays
-    ++rejected_[static_cast<std::size_t>(ErrorCode::invalid)];
-    log::error("internal error on a register of " + session->peer() + ": " +
-               net::printable(e.what()));
-    session->fail(ErrorCode::invalid, "internal error");
+  } catch (const std::exception& e) {
+    internal_error(*session, e);
     return;
   }
   // The lines held behind the register, as they came (the connection is registered now: none

@@ -73,6 +73,8 @@ class AgentHandler : public net::SessionHandler {
   void handle(net::LineSession& session, std::string_view line);
   void dispatch(net::LineSession& session, Connection& c, std::string_view line);
   void reject(net::LineSession& session, const proto::ProtocolError& e);
+  // A bug met on a message: this connection goes, the daemon stays.
+  void internal_error(net::LineSession& session, const std::exception& e);
   // Who presents r without munge: the daemon token (the admin: any job) or the job's key
   // (net::job_key: its job). Throws ProtocolError(auth).
   Caller authenticate(const proto::RegisterMsg& r) const;
