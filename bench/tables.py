@@ -50,6 +50,8 @@ CODE = {
     "scheduler-load": ["scheduler/serve", "lib/proto", "lib/net", "lib/policy",
                        "bench/scheduler_bench.cpp"],
     "scheduler-plan": ["scheduler/serve", "lib/proto", "lib/policy", "bench/scheduler_bench.cpp"],
+    "scheduler-soak": ["scheduler/serve", "lib/proto", "lib/net", "lib/auth", "lib/policy",
+                       "tests/soak"],
     "exchange-shm": ["lib/comm", "bench/allreduce_bench.cpp"],
     "filter-bench": ["lib/filter", "bench/filter_bench.cpp"],
     "replay-1000-ranks": ["scheduler/replay", "lib/replay", "lib/policy", "lib/trace"],
@@ -701,10 +703,16 @@ def scaling_predicted():
 # the scheduler's soak
 
 def scheduler_soak():
+    """The soak's runs of the latest day that has records with a commit (tests/soak/soak.py
+    --save), else every run with a variant."""
     runs = [r for r in study("scheduler-load.jsonl", "scheduler-soak") if "variant" in r]
     if not runs:
         raise TableError("docs/results/scheduler-load.jsonl: no scheduler-soak record with a "
                          "variant")
+    saved = [r for r in runs if r.get("commit")]
+    if saved:
+        day = max(r["date"][:10] for r in saved)
+        runs = [r for r in saved if r["date"][:10] == day]
     bounds = sorted({r["rss_bound_mib"] for r in runs})
     rows = []
     for variant in dict.fromkeys(r["variant"] for r in runs):
@@ -715,9 +723,11 @@ def scheduler_soak():
                      sum(r["status_failed"] for r in rs),
                      "yes" if all(restored) else ", ".join("yes" if x else "no" for x in restored),
                      ", ".join("pass" if r["ok"] else "fail" for r in rs)))
-    return table(["variant", "good job's plans from the daemon",
-                  f"daemon peak RSS MiB (bound {', '.join(map(str, bounds))})", "`/status` failed",
-                  "backup restored", "result"], rows, ["---", "---", "---:", "---:", "---", "---"])
+    return (table(["variant", "good job's plans from the daemon",
+                   f"daemon peak RSS MiB (bound {', '.join(f'{b:g}' for b in bounds)})",
+                   "`/status` failed", "backup restored", "result"],
+                  rows, ["---", "---", "---:", "---:", "---", "---"])
+            + (provenance(runs, ["scheduler-soak"]) if saved else []))
 
 
 # ---------------------------------------------------------------------------------------------

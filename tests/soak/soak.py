@@ -27,7 +27,9 @@ A variant passes when the good job finishes with every plan from the daemon (no 
 embedded policy), the daemon is alive and answered every /status, its peak RSS stays under
 --rss-bound-mib, the load got plans, the backup restored and every hostile client was refused
 or closed as it must be. A variant that cannot run here (munged missing, not root, munge not
-built, openssl missing) is skipped with the reason printed. Prints one JSON summary.
+built, openssl missing) is skipped with the reason printed. Prints one JSON summary; --save also
+appends one record per variant that ran (study scheduler-soak, with the commit, the machine and
+the load average) to docs/results/scheduler-load.jsonl and regenerates the results tables.
 """
 import argparse
 import asyncio
@@ -44,6 +46,9 @@ import time
 import munge
 import tls as tls_files
 from crowd import Crowd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import records  # noqa: E402  (bench/records.py: the facts every record carries)
 
 VARIANTS = ("plain", "munge", "tls")
 
@@ -341,11 +346,15 @@ def main():
     p.add_argument("--big-world", type=int, default=65536)
     p.add_argument("--report-timeout", type=float, default=5)
     p.add_argument("--rss-bound-mib", type=float, default=512)
+    p.add_argument("--save", action="store_true",
+                   help="append a record per variant to docs/results/scheduler-load.jsonl and "
+                        "regenerate the results tables (bench/tables.py --write)")
     a = p.parse_args()
     variants = [v for v in a.variants.split(",") if v]
     if not variants or any(v not in VARIANTS for v in variants):
         p.error("--variants: a comma-separated list of " + ", ".join(VARIANTS))
     build = os.path.abspath(a.build)
+    load_before = round(os.getloadavg()[0], 2)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     connections = (a.load_jobs * a.load_world + a.idle + a.deaf + a.garbage + 3 +
@@ -370,7 +379,50 @@ def main():
               flush=True)
     ok = bool(results) and all(r["ok"] for r in results.values())
     print(json.dumps({"variants": results, "skipped": skipped, "ok": ok}, indent=2))
+    if a.save and results:
+        save(build, results, load_before)
     return 0 if ok else 1
+
+
+def record_of(variant, r, facts):
+    """A variant's summary as a record of the scheduler-soak study."""
+    backup = r["backup"]
+    out = {"study": "scheduler-soak", "variant": variant, "command": "tests/run.sh --soak",
+           "clients": r["connections_planned"], "wall_s": r["wall_s"],
+           "good_job_plans_from_daemon": r["good_job"]["plans"] if r["good_job"]["ok"] else 0,
+           "daemon_peak_rss_mib": r["daemon_rss_mib_peak"],
+           "rss_bound_mib": r["daemon_rss_mib_bound"], "daemon_cpu_s": r["daemon_cpu_s"],
+           "crowd_cpu_s": r["crowd_cpu_s"], "load_plans": r["counts"]["load_plans"],
+           "load_errors": r["counts"]["load_errors"],
+           "report_to_plan_p50_s": r["report_to_plan_s"]["p50"],
+           "report_to_plan_p99_s": r["report_to_plan_s"]["p99"],
+           "load_register_p50_s": r["load_register_s"]["p50"],
+           "status_ok": r["status"]["ok"], "status_failed": r["status"]["failed"],
+           "daemon_rejected": {k: v for k, v in r["daemon_rejected"].items() if v},
+           "backup_s": backup.get("seconds"), "backup_cpu_s": backup.get("cpu_s"),
+           "restore_s": backup.get("restore_seconds"),
+           "backup_restored": backup.get("exit") == 0 and backup.get("restore_exit") == 0,
+           "ok": r["ok"]}
+    if "munge_load_plans" in r["counts"]:
+        out["munge_load_plans"] = r["counts"]["munge_load_plans"]
+    if "hostile_munge_answers" in r:
+        out["hostile_munge"] = r["hostile_munge_answers"]
+    if "hostile_tls_outcomes" in r:
+        out["hostile_tls"] = r["hostile_tls_outcomes"]
+    return {**out, **facts}
+
+
+def save(build, results, load_before):
+    peak = json.loads(subprocess.run([build + "/bench/dbs-bench", "peak", "--seconds", "1"],
+                                     capture_output=True, text=True, check=True).stdout)
+    facts = {"date": records.now_utc(), "commit": records.commit(),
+             "machine": records.machine_facts(peak),
+             "load": [load_before, round(os.getloadavg()[0], 2)]}
+    path = os.path.join(records.SOURCE, "docs", "results", "scheduler-load.jsonl")
+    records.append_jsonl(path, [record_of(v, r, facts) for v, r in results.items()])
+    print("soak: saved %d record(s) to %s" % (len(results), path), file=sys.stderr)
+    subprocess.run([sys.executable, os.path.join(records.SOURCE, "bench", "tables.py"), "--write"],
+                   check=False)
 
 
 if __name__ == "__main__":
