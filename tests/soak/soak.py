@@ -422,7 +422,7 @@ def save(build, results, load_before):
     records.append_jsonl(path, [record_of(v, r, facts) for v, r in results.items()])
     print("soak: saved %d record(s) to %s" % (len(results), path), file=sys.stderr)
     subprocess.run([sys.executable, os.path.join(records.SOURCE, "bench", "tables.py"), "--write"],
-                   check=False)
+                   stdout=sys.stderr, check=False)
 
 
 if __name__ == "__main__":
