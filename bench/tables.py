@@ -703,16 +703,18 @@ def scaling_predicted():
 # the scheduler's soak
 
 def scheduler_soak():
-    """The soak's runs of the latest day that has records with a commit (tests/soak/soak.py
-    --save), else every run with a variant."""
+    """The soak's runs recorded with a commit (tests/soak/soak.py --save) whose code has not
+    changed since; where none is, those of the latest day (said stale under the table); without
+    such records every run with a variant."""
     runs = [r for r in study("scheduler-load.jsonl", "scheduler-soak") if "variant" in r]
     if not runs:
         raise TableError("docs/results/scheduler-load.jsonl: no scheduler-soak record with a "
                          "variant")
     saved = [r for r in runs if r.get("commit")]
     if saved:
+        current = [r for r in saved if not stale(r, "scheduler-soak")]
         day = max(r["date"][:10] for r in saved)
-        runs = [r for r in saved if r["date"][:10] == day]
+        runs = current or [r for r in saved if r["date"][:10] == day]
     bounds = sorted({r["rss_bound_mib"] for r in runs})
     rows = []
     for variant in dict.fromkeys(r["variant"] for r in runs):
