@@ -113,26 +113,27 @@ Answer ask(Context ctx, const char* what, std::function<Answer(munge_ctx_t)> cal
   const std::string path = socket_of(ctx);
   Sockets& all = sockets();
   bool gone = false;
-  {
+  {  // this call is under way from here: the check and the mark under one lock
     std::lock_guard lock(all.mutex);
-    const SocketState& state = all.states[path];
+    SocketState& state = all.states[path];
     if (state.waiting) {
       const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
           std::chrono::steady_clock::now() - state.since);
       no_answer(path, "a call has waited " + std::to_string(waited.count()) + " s", what);
     }
     gone = state.gone;
+    state = {true, std::chrono::steady_clock::now(), gone};
   }
   if (gone) {
     const std::string why = refused(path);
-    if (!why.empty()) no_answer(path, why, what);
+    if (!why.empty()) {
+      std::lock_guard lock(all.mutex);
+      all.states[path].waiting = false;
+      no_answer(path, why, what);
+    }
   }
   auto promise = std::make_shared<std::promise<Answer>>();
   std::future<Answer> answer = promise->get_future();
-  {
-    std::lock_guard lock(all.mutex);
-    all.states[path] = {true, std::chrono::steady_clock::now(), gone};
-  }
   std::shared_ptr<std::remove_pointer_t<munge_ctx_t>> shared(std::move(ctx));
   try {
     std::thread([shared, call = std::move(call), promise, path] {

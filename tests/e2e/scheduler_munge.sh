@@ -59,10 +59,12 @@ PY
 }
 # expect_refused WANT JOB RANK AUTH: the register is refused with code auth and WANT.
 expect_refused() {
-  local out
-  out=$(register "$2" "$3" 2 "$4")
-  grep -qF '"code":"auth"' <<<"$out" && grep -qF -- "$1" <<<"$out" ||
-    fail "expected an auth refusal with '$1', got: $out"
+  refused_with "$1" "$(register "$2" "$3" 2 "$4")"
+}
+# refused_with WANT ANSWER: the answer is a refusal with code auth and WANT.
+refused_with() {
+  grep -qF '"code":"auth"' <<<"$2" && grep -qF -- "$1" <<<"$2" ||
+    fail "expected an auth refusal with '$1', got: $2"
   echo "ok: refused: $1"
 }
 
@@ -142,9 +144,8 @@ kill -0 "$first" 2>/dev/null || fail "the first register was answered before /st
 [ "$ms" -lt 500 ] || fail "/status took $ms ms while a register waited for munged: the daemon's loop waits too"
 echo "ok: /status answered in $ms ms while a register waited for munged"
 wait "$first" || fail "the first register's client failed"
-want="munge: munged at $SOCK does not answer (nothing within 1 s): cannot decode"
-grep -qF '"code":"auth"' "$TMP/first.out" && grep -qF -- "$want" "$TMP/first.out" ||
-  fail "expected an auth refusal with '$want', got: $(cat "$TMP/first.out")"
+refused_with "munge: munged at $SOCK does not answer (nothing within 1 s): cannot decode" \
+  "$(cat "$TMP/first.out")"
 start=$(date +%s%N)
 for j in 1 2; do
   expect_refused "munge: munged at $SOCK does not answer (a call has waited" "gone-$j" 0 "munge:${creds[$j]}"
